@@ -1,0 +1,743 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
+)
+
+// fixture is a controller on fake clientsets whose caches the test fills by
+// hand. Informers are never started: a sync sees exactly the objects the test
+// put in the caches, and the fakes record every API call it makes.
+type fixture struct {
+	t *testing.T
+
+	client     *fake.Clientset
+	kubeclient *k8sfake.Clientset
+	controller *Controller
+	recorder   *record.FakeRecorder
+
+	// Objects in the caches; also on the fake API servers.
+	foos        []*samplev1alpha1.Foo
+	deployments []*appsv1.Deployment
+	// Objects only on the fake API server, not in the cache: what the
+	// label-filtered Deployment informer does not see.
+	uncachedDeployments []*appsv1.Deployment
+
+	statusSubresource bool
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, statusSubresource: true}
+}
+
+// newFoo returns a Foo as the API server would serve it: with a UID, a
+// generation and spec.replicas defaulted.
+func newFoo(name string, replicas int32) *samplev1alpha1.Foo {
+	return &samplev1alpha1.Foo{
+		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: "Foo"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       name,
+			Namespace:  metav1.NamespaceDefault,
+			UID:        types.UID("uid-" + name),
+			Generation: 1,
+		},
+		Spec: samplev1alpha1.FooSpec{
+			DeploymentName: fmt.Sprintf("%s-deployment", name),
+			Replicas:       ptr.To(replicas),
+		},
+	}
+}
+
+// ownedDeployment is the Deployment the controller would create for foo,
+// rolled out with every replica available.
+func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
+	t.Helper()
+	d, err := deploymentFromApplyConfiguration(newDeployment(foo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.UID = types.UID("uid-" + d.Name)
+	d.ResourceVersion = "1"
+	d.Generation = 1
+	n := *d.Spec.Replicas
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+	return d
+}
+
+// withSyncedStatus gives foo the status the controller writes for deployment.
+func withSyncedStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
+	foo.Status = newFooStatus(foo, deployment, readyCondition(foo, deployment), foo.Generation)
+	return foo
+}
+
+func (f *fixture) newController(ctx context.Context) {
+	f.t.Helper()
+	var objects, kubeobjects []runtime.Object
+	for _, foo := range f.foos {
+		objects = append(objects, foo)
+	}
+	for _, d := range append(append([]*appsv1.Deployment{}, f.deployments...), f.uncachedDeployments...) {
+		kubeobjects = append(kubeobjects, d)
+	}
+	// The Foo fake is the simple one: the field-managed fake needs an
+	// OpenAPI schema of Foo, and the controller never applies Foos.
+	f.client = fake.NewSimpleClientset(objects...)
+	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
+
+	i := informers.NewSharedInformerFactory(f.client, 0)
+	k := kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
+	c, err := NewController(ctx, f.kubeclient, f.client,
+		k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos(), f.statusSubresource)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c.deploymentsSynced = alwaysReady
+	c.foosSynced = alwaysReady
+	f.recorder = record.NewFakeRecorder(100)
+	c.recorder = f.recorder
+
+	for _, foo := range f.foos {
+		if err := c.foosIndexer.Add(foo); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, d := range f.deployments {
+		if err := c.deploymentsIndexer.Add(d); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.controller = c
+}
+
+func alwaysReady() bool { return true }
+
+// sync runs one sync of the Foo and returns its error.
+func (f *fixture) sync(foo *samplev1alpha1.Foo) error {
+	f.t.Helper()
+	_, ctx := ktesting.NewTestContext(f.t)
+	if f.controller == nil {
+		f.newController(ctx)
+	}
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	return f.controller.syncHandler(ctx, cache.MetaObjectToName(foo))
+}
+
+// writes returns the API calls other than reads (list, watch, get are the
+// informers' and the AlreadyExists path's business, checked separately).
+func writes(actions []core.Action) []core.Action {
+	var ret []core.Action
+	for _, a := range actions {
+		switch a.GetVerb() {
+		case "list", "watch", "get":
+			continue
+		}
+		ret = append(ret, a)
+	}
+	return ret
+}
+
+// describe renders an action as "verb resource[/subresource] name" so tests can
+// compare the exact list of calls.
+func describe(a core.Action) string {
+	res := a.GetResource().Resource
+	if sub := a.GetSubresource(); sub != "" {
+		res += "/" + sub
+	}
+	name := ""
+	switch a := a.(type) {
+	case core.CreateAction:
+		name = a.GetObject().(metav1.Object).GetName()
+	case core.UpdateAction:
+		name = a.GetObject().(metav1.Object).GetName()
+	case core.PatchAction:
+		name = a.GetName() + " " + string(a.GetPatchType())
+	case core.DeleteAction:
+		name = a.GetName()
+	case core.GetAction:
+		name = a.GetName()
+	}
+	return strings.TrimSpace(a.GetVerb() + " " + res + " " + name)
+}
+
+func (f *fixture) expectActions(kind string, got []core.Action, want ...string) {
+	f.t.Helper()
+	var gotDesc []string
+	for _, a := range got {
+		gotDesc = append(gotDesc, describe(a))
+	}
+	if strings.Join(gotDesc, "; ") != strings.Join(want, "; ") {
+		f.t.Errorf("%s actions:\n got: %q\nwant: %q", kind, gotDesc, want)
+	}
+}
+
+func (f *fixture) expectKubeWrites(want ...string) {
+	f.t.Helper()
+	f.expectActions("kube", writes(f.kubeclient.Actions()), want...)
+}
+
+func (f *fixture) expectFooWrites(want ...string) {
+	f.t.Helper()
+	f.expectActions("foo", writes(f.client.Actions()), want...)
+}
+
+// expectEvents checks the events recorded since the last call, in order.
+func (f *fixture) expectEvents(want ...string) {
+	f.t.Helper()
+	var got []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			got = append(got, e)
+			continue
+		default:
+		}
+		break
+	}
+	if len(got) != len(want) {
+		f.t.Errorf("events:\n got: %q\nwant prefixes: %q", got, want)
+		return
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			f.t.Errorf("event %d: got %q, want prefix %q", i, got[i], want[i])
+		}
+	}
+}
+
+// writtenStatus returns the status of the last Foo update (status or not).
+func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
+	f.t.Helper()
+	acts := writes(f.client.Actions())
+	if len(acts) == 0 {
+		f.t.Fatal("no Foo write")
+	}
+	return acts[len(acts)-1].(core.UpdateAction).GetObject().(*samplev1alpha1.Foo).Status
+}
+
+func expectReady(t *testing.T, status samplev1alpha1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	c := meta.FindStatusCondition(status.Conditions, samplev1alpha1.ConditionReady)
+	if c == nil {
+		t.Fatalf("no Ready condition in %+v", status)
+	}
+	if c.Status != want || c.Reason != reason {
+		t.Errorf("Ready = %s/%s (%q), want %s/%s", c.Status, c.Reason, c.Message, want, reason)
+	}
+	return c
+}
+
+func TestCreatesDeployment(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	f.foos = append(f.foos, foo)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("create deployments test-deployment")
+	f.expectFooWrites("update foos/status test")
+	f.expectEvents("Normal Synced Created Deployment test-deployment")
+
+	created := writes(f.kubeclient.Actions())[0].(core.CreateAction).GetObject().(*appsv1.Deployment)
+	if !metav1.IsControlledBy(created, foo) {
+		t.Errorf("created Deployment is not controlled by the Foo: %+v", created.OwnerReferences)
+	}
+	if *created.Spec.Replicas != 1 || created.Labels["app"] != "nginx" || created.Labels["controller"] != "test" ||
+		created.Labels[managedByLabel] != managedByValue {
+		t.Errorf("unexpected Deployment: replicas %d labels %v", *created.Spec.Replicas, created.Labels)
+	}
+	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != containerImage {
+		t.Errorf("unexpected containers %+v", c)
+	}
+	status := f.writtenStatus()
+	if status.ObservedGeneration != 1 || status.AvailableReplicas != 0 || status.Selector != "app=nginx,controller=test" {
+		t.Errorf("unexpected status %+v", status)
+	}
+	expectReady(t, status, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing)
+}
+
+func TestInSyncMakesNoWrites(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 3)
+	d := ownedDeployment(t, foo)
+	f.foos = append(f.foos, withSyncedStatus(foo, d))
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+	f.expectEvents()
+	if n := len(f.client.Actions()) + len(f.kubeclient.Actions()); n != 0 {
+		t.Errorf("a sync in steady state made %d API calls, want 0", n)
+	}
+}
+
+func TestStaleStatusIsTheOnlyWrite(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 2)
+	d := ownedDeployment(t, foo)
+	f.foos = append(f.foos, foo) // status never written
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites("update foos/status test")
+	f.expectEvents() // a status write is no edge worth an event
+	status := f.writtenStatus()
+	if status.AvailableReplicas != 2 || status.Replicas != 2 {
+		t.Errorf("status replicas: %+v", status)
+	}
+	expectReady(t, status, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable)
+}
+
+func TestUpdatesReplicas(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	foo.Spec.Replicas = ptr.To[int32](3)
+	foo.Generation = 2
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("patch deployments test-deployment application/apply-patch+yaml")
+	f.expectFooWrites("update foos/status test")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: replicas")
+
+	patch := appliedPatch(t, f)
+	if got := patch["spec"].(map[string]interface{})["replicas"]; got != float64(3) {
+		t.Errorf("applied replicas %v, want 3", got)
+	}
+	status := f.writtenStatus()
+	if status.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration %d, want 2", status.ObservedGeneration)
+	}
+	// The fake applied the patch, so the Deployment now asks for 3 pods
+	// but its status still counts 1.
+	expectReady(t, status, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing)
+}
+
+// appliedPatch decodes the body of the single server-side apply the sync made.
+func appliedPatch(t *testing.T, f *fixture) map[string]interface{} {
+	t.Helper()
+	var patch map[string]interface{}
+	for _, a := range f.kubeclient.Actions() {
+		if p, ok := a.(core.PatchAction); ok {
+			if patch != nil {
+				t.Fatal("more than one patch")
+			}
+			if err := json.Unmarshal(p.GetPatch(), &patch); err != nil {
+				t.Fatal(err)
+			}
+			if opts := p.(core.PatchActionImpl).PatchOptions; opts.FieldManager != controllerAgentName || opts.Force == nil || !*opts.Force {
+				t.Errorf("apply options %+v, want field manager %s and force", opts, controllerAgentName)
+			}
+		}
+	}
+	if patch == nil {
+		t.Fatal("no patch")
+	}
+	return patch
+}
+
+func TestRepairsDriftKeepingForeignFields(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 2)
+	d := ownedDeployment(t, foo)
+	d.Labels["team"] = "payments"                        // someone else's label
+	delete(d.Labels, "controller")                       // ours, removed by hand
+	d.Spec.Template.Spec.Containers[0].Image = "busybox" // ours, changed by hand
+	f.foos = append(f.foos, withSyncedStatus(foo, d))
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("patch deployments test-deployment application/apply-patch+yaml")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: labels, container nginx")
+
+	patch := appliedPatch(t, f)
+	labels := patch["metadata"].(map[string]interface{})["labels"].(map[string]interface{})
+	if labels["controller"] != "test" {
+		t.Errorf("apply does not restore the controller label: %v", labels)
+	}
+	if _, ok := labels["team"]; ok {
+		t.Errorf("apply claims a foreign label: %v", labels)
+	}
+	// The fake API server merged the apply: the foreign label survives, the
+	// hand edits are reverted.
+	got, err := f.kubeclient.AppsV1().Deployments(d.Namespace).Get(context.Background(), d.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["team"] != "payments" || got.Labels["controller"] != "test" || got.Spec.Template.Spec.Containers[0].Image != containerImage {
+		t.Errorf("after repair: labels %v image %s", got.Labels, got.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+func TestUnownedDeploymentIsNeverModified(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	d.OwnerReferences = nil
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+
+	err := f.sync(foo)
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("sync error %v, want one naming the existing Deployment", err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites("update foos/status test")
+	f.expectEvents(`Warning ErrResourceExists Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by no Foo)`)
+	expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonResourceExists)
+
+	// The retry finds the problem reported already: no write, no event, but
+	// still an error so the Foo keeps being retried with backoff.
+	foo = foo.DeepCopy()
+	foo.Status = f.writtenStatus()
+	f.foos[0] = foo
+	f.controller = nil
+	if err := f.sync(foo); err == nil {
+		t.Fatal("retry succeeded, want the error again")
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+	f.expectEvents()
+}
+
+func TestSecondFooForTheSameNameIsRefused(t *testing.T) {
+	f := newFixture(t)
+	first := newFoo("first", 1)
+	second := newFoo("second", 1)
+	second.Spec.DeploymentName = first.Spec.DeploymentName
+	d := ownedDeployment(t, first)
+	f.foos = append(f.foos, withSyncedStatus(first, d), second)
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(second); err == nil {
+		t.Fatal("want an error for the second Foo")
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites("update foos/status second")
+	f.expectEvents(`Warning ErrResourceExists Deployment "first-deployment" already exists and is not managed by this Foo (it is controlled by Foo "first")`)
+
+	if err := f.sync(first); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+}
+
+// A Deployment the cache does not see (it lacks the managed-by label) is
+// discovered through the API: the create fails, a GET shows whose it is.
+func TestUncachedNameCollision(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	d.OwnerReferences = nil
+	d.Labels = map[string]string{"app": "someone-elses"}
+	f.foos = append(f.foos, foo)
+	f.uncachedDeployments = append(f.uncachedDeployments, d)
+
+	if err := f.sync(foo); err == nil {
+		t.Fatal("want an error")
+	}
+	f.expectKubeWrites("create deployments test-deployment")
+	f.expectActions("kube", f.kubeclient.Actions(), "create deployments test-deployment", "get deployments test-deployment")
+	f.expectEvents("Warning ErrResourceExists")
+	stored, _ := f.kubeclient.AppsV1().Deployments(d.Namespace).Get(context.Background(), d.Name, metav1.GetOptions{})
+	if stored.Labels["app"] != "someone-elses" || stored.ResourceVersion != d.ResourceVersion {
+		t.Errorf("unowned Deployment was modified: %+v", stored.ObjectMeta)
+	}
+}
+
+// Our own Deployment that lost the managed-by label dropped out of the cache;
+// the create collides, the GET shows it is ours, and an apply restores it.
+func TestUncachedOwnDeploymentIsRelabelled(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	delete(d.Labels, managedByLabel)
+	f.foos = append(f.foos, withSyncedStatus(foo, d))
+	f.uncachedDeployments = append(f.uncachedDeployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("create deployments test-deployment", "patch deployments test-deployment application/apply-patch+yaml")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: labels")
+}
+
+func TestFooDeletedDoesNothing(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	// Not in the cache: deleted.
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+	f.expectEvents()
+}
+
+func TestInvalidSpec(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate  func(*samplev1alpha1.Foo)
+		message string
+	}{
+		"empty deploymentName": {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "" }, "spec.deploymentName: Required value"},
+		"Bad_Name":             {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "Bad_Name" }, `spec.deploymentName: Invalid value: "Bad_Name"`},
+		"replicas 11":          {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](11) }, "spec.replicas: Invalid value: 11: must be between 1 and 10"},
+		"replicas 0":           {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: Invalid value: 0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			foo := newFoo("test", 1)
+			tc.mutate(foo)
+			f.foos = append(f.foos, foo)
+
+			if err := f.sync(foo); err != nil {
+				t.Fatalf("an invalid spec must not be retried, got error %v", err)
+			}
+			f.expectKubeWrites()
+			f.expectFooWrites("update foos/status test")
+			f.expectEvents("Warning InvalidSpec Invalid spec: " + tc.message)
+			c := expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec)
+			if !strings.Contains(c.Message, tc.message) {
+				t.Errorf("condition message %q does not contain %q", c.Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestInvalidSpecIsNotRequeued(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	foo.Spec.DeploymentName = ""
+	f.foos = append(f.foos, foo)
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+
+	f.controller.enqueueFoo(foo)
+	if !f.controller.processNextWorkItem(ctx) {
+		t.Fatal("queue shut down")
+	}
+	key := cache.MetaObjectToName(foo)
+	if n := f.controller.workqueue.NumRequeues(key); n != 0 {
+		t.Errorf("invalid Foo requeued %d times, want 0", n)
+	}
+	if l := f.controller.workqueue.Len(); l != 0 {
+		t.Errorf("queue length %d, want 0", l)
+	}
+}
+
+func TestFailedSyncIsRequeued(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	d.OwnerReferences = nil
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+
+	f.controller.enqueueFoo(foo)
+	f.controller.processNextWorkItem(ctx)
+	if n := f.controller.workqueue.NumRequeues(cache.MetaObjectToName(foo)); n != 1 {
+		t.Errorf("failed Foo requeued %d times, want 1", n)
+	}
+}
+
+func TestRenameDeletesOldDeployment(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	old := ownedDeployment(t, foo)
+	foo.Spec.DeploymentName = "renamed"
+	foo.Generation = 2
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, old)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("delete deployments test-deployment", "create deployments renamed")
+	f.expectFooWrites("update foos/status test")
+	f.expectEvents(
+		"Normal Synced Deleted Deployment test-deployment: spec.deploymentName is now renamed",
+		"Normal Synced Created Deployment renamed")
+	del := writes(f.kubeclient.Actions())[0].(core.DeleteAction)
+	if pre := del.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != old.UID {
+		t.Errorf("delete without the UID precondition: %+v", del.GetDeleteOptions())
+	}
+}
+
+func TestStatusWithoutSubresource(t *testing.T) {
+	f := newFixture(t)
+	f.statusSubresource = false
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectFooWrites("update foos test")
+	// The write bumps generation 1 -> 2; status says so already.
+	if g := f.writtenStatus().ObservedGeneration; g != 2 {
+		t.Errorf("observedGeneration %d, want 2", g)
+	}
+
+	// The next sync sees generation 2 and finds nothing to do.
+	foo = foo.DeepCopy()
+	foo.Generation = 2
+	foo.Status = f.writtenStatus()
+	f.foos[0] = foo
+	f.controller = nil
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectFooWrites()
+}
+
+func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
+	foo := newFoo("test", 1)
+	waiting := newFoo("waiting", 1)
+	waiting.Spec.DeploymentName = foo.Spec.DeploymentName
+	other := newFoo("other", 1)
+
+	owned := ownedDeployment(t, foo)
+	ownedByOther := owned.DeepCopy()
+	ownedByOther.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
+	ownedByOther.Name = "unrelated"
+	staleOwner := owned.DeepCopy()
+	staleOwner.OwnerReferences[0].UID = "an-older-foo"
+
+	for name, tc := range map[string]struct {
+		handle func(c *Controller)
+		want   []string
+	}{
+		"add":    {func(c *Controller) { c.handleObject(owned) }, []string{"test"}},
+		"delete": {func(c *Controller) { c.handleDeploymentDelete(owned) }, []string{"test", "waiting"}},
+		"delete tombstone": {func(c *Controller) {
+			c.handleDeploymentDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
+		}, []string{"test", "waiting"}},
+		"owned by other kind": {func(c *Controller) { c.handleObject(ownedByOther) }, nil},
+		"stale owner UID":     {func(c *Controller) { c.handleObject(staleOwner) }, nil},
+		"same resourceVersion": {func(c *Controller) {
+			// What a periodic resync delivers: nothing to do.
+			c.deploymentsIndexer.Update(owned)
+		}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.foos = append(f.foos, foo, waiting, other)
+			_, ctx := ktesting.NewTestContext(t)
+			f.newController(ctx)
+			tc.handle(f.controller)
+
+			var got []string
+			for f.controller.workqueue.Len() > 0 {
+				key, _ := f.controller.workqueue.Get()
+				got = append(got, key.Name)
+				f.controller.workqueue.Done(key)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("enqueued %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The informer pipeline end to end on the fakes: a Foo created through the
+// API reaches the queue, a sync creates its Deployment, and the Deployment's
+// own event queues the Foo again.
+func TestRunReconcilesThroughInformers(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := fake.NewSimpleClientset()
+	kubeclient := k8sfake.NewClientset()
+	i := informers.NewSharedInformerFactory(client, 0)
+	k := kubeinformers.NewSharedInformerFactory(kubeclient, 0)
+	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i.Start(ctx.Done())
+	k.Start(ctx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx, 2) }()
+
+	foo := newFoo("test", 2)
+	if _, err := client.SamplecontrollerV1alpha1().Foos(foo.Namespace).Create(ctx, foo, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait30s)
+	for {
+		d, err := kubeclient.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{})
+		if err == nil && *d.Spec.Replicas == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Deployment not created: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait30s):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+const wait30s = 30 * time.Second

@@ -1,0 +1,215 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command sample-controller reconciles Foo custom resources
+// (samplecontroller.k8s.io/v1alpha1) with the Deployments they ask for.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
+	"k8s.io/klog/v2"
+
+	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
+	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
+	"github.com/kube-samples/sample-controller/pkg/signals"
+)
+
+// options holds the command line.
+type options struct {
+	kubeconfig   string
+	masterURL    string
+	namespace    string
+	workers      int
+	resyncPeriod time.Duration
+	kubeAPIQPS   float64
+	kubeAPIBurst int
+
+	metricsAddr string
+	probeAddr   string
+
+	leaderElection leaderElectionConfig
+	logging        *logsapi.LoggingConfiguration
+}
+
+// addFlags registers the command line on fs. The defaults of -kube-api-qps
+// and -kube-api-burst come from the benchmark in docs/performance.md.
+func addFlags(fs *flag.FlagSet) *options {
+	o := &options{logging: logsapi.NewLoggingConfiguration()}
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
+	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
+	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
+	fs.IntVar(&o.workers, "workers", 2, "Number of Foos synced in parallel.")
+	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change. A resync makes no API writes unless something drifted.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server (client-side limit; the API server's priority and fairness protects it as well).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address to serve Prometheus metrics on at /metrics. 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address to serve the /healthz and /readyz probes on. 0 disables it.")
+
+	le := &o.leaderElection
+	fs.BoolVar(&le.enabled, "leader-elect", true, "Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
+	fs.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaderElectionNamespace(), "Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
+	fs.StringVar(&le.id, "leader-elect-id", controllerAgentName, "Name of the leader election Lease.")
+	fs.DurationVar(&le.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
+	fs.DurationVar(&le.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew its Lease before it gives up leadership and exits. Less than the lease duration.")
+	fs.DurationVar(&le.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
+
+	// klog's flags (-v, -vmodule, -log_file, ...). -v and -vmodule are
+	// registered by the logging configuration below, which also offers
+	// -logging-format=json; the rest come straight from klog.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	klogFlags.VisitAll(func(f *flag.Flag) {
+		if f.Name != "v" && f.Name != "vmodule" {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	logsapi.AddGoFlags(o.logging, fs)
+	return o
+}
+
+func main() {
+	o := addFlags(flag.CommandLine)
+	flag.Parse()
+	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+
+	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+	// exits at once.
+	ctx := signals.SetupSignalHandler()
+	if err := run(ctx, o); err != nil {
+		klog.Background().Error(err, "Exiting")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	klog.Flush()
+}
+
+// run builds the clients, informers and controller and runs them until ctx
+// ends.
+func run(ctx context.Context, o *options) error {
+	logger := klog.FromContext(ctx)
+
+	cfg, err := clientcmd.BuildConfigFromFlags(o.masterURL, o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("building kubeconfig: %w", err)
+	}
+	cfg.QPS = float32(o.kubeAPIQPS)
+	cfg.Burst = o.kubeAPIBurst
+	cfg.UserAgent = controllerAgentName
+
+	// Built-in types travel as protobuf, cheaper to encode and decode than
+	// JSON; custom resources only speak JSON.
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	kubeCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return fmt.Errorf("building kubernetes clientset: %w", err)
+	}
+	sampleClient, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building sample clientset: %w", err)
+	}
+
+	statusSubresource, err := discoverFooAPI(sampleClient.Discovery())
+	if err != nil {
+		return err
+	}
+	if !statusSubresource {
+		logger.Info("The Foo CRD has no status subresource; writing status with plain updates")
+	}
+
+	// Watch only the Deployments this controller manages, so memory does not
+	// grow with the cluster's other Deployments; drop managedFields, which
+	// the controller never reads, from everything it caches.
+	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
+		kubeinformers.WithNamespace(o.namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = labels.SelectorFromSet(labels.Set{managedByLabel: managedByValue}).String()
+		}),
+		kubeinformers.WithTransform(dropManagedFields))
+	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
+		informers.WithNamespace(o.namespace),
+		informers.WithTransform(dropManagedFields))
+
+	controller, err := NewController(ctx, kubeClient, sampleClient,
+		kubeInformerFactory.Apps().V1().Deployments(),
+		sampleInformerFactory.Samplecontroller().V1alpha1().Foos(),
+		statusSubresource)
+	if err != nil {
+		return err
+	}
+
+	// Liveness fails when a leader stops renewing its Lease (for 20 s past
+	// the lease duration); readiness waits for the caches, so a standby is
+	// ready as soon as it could take over.
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	liveness := []healthCheck{{name: "ping", check: func(*http.Request) error { return nil }}}
+	if o.leaderElection.enabled {
+		liveness = append(liveness, healthCheck{name: "leaderElection", check: watchdog.Check})
+	}
+	readiness := []healthCheck{{name: "informer-sync", check: func(*http.Request) error {
+		if !controller.HasSynced() {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}}}
+	if err := serve(ctx, "metrics", o.metricsAddr, metricsHandler()); err != nil {
+		return err
+	}
+	if err := serve(ctx, "probes", o.probeAddr, probesHandler(liveness, readiness)); err != nil {
+		return err
+	}
+
+	// Start the informers now, leader or not: a standby with warm caches
+	// takes over in moments.
+	kubeInformerFactory.Start(ctx.Done())
+	sampleInformerFactory.Start(ctx.Done())
+	defer kubeInformerFactory.Shutdown()
+	defer sampleInformerFactory.Shutdown()
+
+	runController := func(ctx context.Context) error { return controller.Run(ctx, o.workers) }
+	if !o.leaderElection.enabled {
+		return runController(ctx)
+	}
+	return runAsLeader(ctx, o.leaderElection, kubeClient, watchdog, runController)
+}
+
+// dropManagedFields is an informer transform: it strips metadata.managedFields,
+// often the largest part of an object, before the object enters the cache.
+func dropManagedFields(obj interface{}) (interface{}, error) {
+	if accessor, err := meta.Accessor(obj); err == nil {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
+}

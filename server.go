@@ -1,0 +1,102 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+)
+
+// healthCheck is one named check behind /healthz or /readyz.
+type healthCheck struct {
+	name  string
+	check func(*http.Request) error
+}
+
+// healthHandler answers 200 "ok" when every check passes, else 500 naming the
+// failing checks, like the probes of Kubernetes' own components.
+func healthHandler(checks []healthCheck) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var failed []string
+		for _, c := range checks {
+			if err := c.check(r); err != nil {
+				failed = append(failed, fmt.Sprintf("[-]%s failed: %v", c.name, err))
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if len(failed) > 0 {
+			w.WriteHeader(http.StatusInternalServerError)
+			for _, f := range failed {
+				fmt.Fprintln(w, f)
+			}
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}
+
+// metricsHandler serves the Prometheus registry the controller and client-go
+// report to.
+func metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	return mux
+}
+
+// probesHandler serves /healthz (liveness) and /readyz (readiness).
+func probesHandler(liveness, readiness []healthCheck) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", healthHandler(liveness))
+	mux.Handle("/readyz", healthHandler(readiness))
+	return mux
+}
+
+// serve listens on addr and serves handler until ctx ends. An address of "0"
+// disables the server. It returns once listening, so that a port in use is an
+// error at start, not a log line later.
+func serve(ctx context.Context, name, addr string, handler http.Handler) error {
+	if addr == "0" || addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", name, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	logger := klog.FromContext(ctx).WithValues("server", name, "address", ln.Addr().String())
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		logger.Info("Serving")
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server stopped")
+		}
+	}()
+	return nil
+}

@@ -1,0 +1,164 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//go:build e2e
+
+// Package e2e proves the controller on real Kubernetes components: one local
+// control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok) for the whole suite, and the controller built and run
+// as a separate process, driven with client-go and kubectl.
+//
+// Run it with "make test" (everything) or "make e2e". Set E2E_KUBECONFIG to
+// run against a cluster you started yourself with hack/local-up.sh.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+var (
+	// cluster is the control plane every test runs against.
+	cluster *framework.Cluster
+	// controllerBin is the controller binary under test.
+	controllerBin string
+	// logDir collects the controllers' logs; kept after the run.
+	logDir string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	logDir = filepath.Join(root, "_output", "e2e-logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if controllerBin, err = framework.BuildController(root); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	if kc := os.Getenv("E2E_KUBECONFIG"); kc != "" {
+		cluster, err = framework.ConnectCluster(root, kc)
+	} else {
+		cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "e2e-cluster"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	// Ctrl-C or a kill of "go test" must not leave the control plane or a
+	// controller behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		framework.KillAll()
+		_ = cluster.Stop()
+		os.Exit(130)
+	}()
+	defer func() {
+		framework.KillAll()
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// newNamespace creates a namespace for one test, waits until pods may be
+// created in it (its default ServiceAccount exists), and deletes it when the
+// test ends.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	eventually(t, 30*time.Second, "default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := cluster.Kube.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return ns.Name
+}
+
+// startController runs a controller for the test and stops it (SIGKILL if it
+// is still running) when the test ends; on failure its log is printed.
+func startController(t *testing.T, name string, args ...string) *framework.Controller {
+	t.Helper()
+	name = strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + name)
+	c, err := cluster.StartController(controllerBin, logDir, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Kill()
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
+		}
+	})
+	return c
+}
+
+// eventually polls cond every 100 ms until it holds, failing the test after
+// timeout with what was awaited and the last error.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := framework.Poll(context.Background(), 100*time.Millisecond, timeout, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// kubectl runs kubectl against the suite's cluster, failing the test on error.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := cluster.Kubectl("", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

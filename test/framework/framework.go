@@ -1,0 +1,333 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package framework runs the project on real Kubernetes components for the
+// end-to-end tests and the benchmark: a local control plane from
+// hack/local-up.sh, and the controller built and run as a separate process,
+// exactly as a user runs it.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
+)
+
+// RepoRoot returns the repository root: the nearest directory above the
+// working directory that holds hack/local-up.sh.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "local-up.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Cluster is a control plane to test against, with clients for it.
+type Cluster struct {
+	Root       string
+	Dir        string // set when this process started the cluster
+	Kubeconfig string
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	Sample     clientset.Interface
+}
+
+// StartCluster brings up a local control plane in dir with hack/local-up.sh.
+// A cluster left running in dir by an earlier, killed run is stopped first.
+func StartCluster(root, dir string) (*Cluster, error) {
+	_ = run(root, nil, "hack/local-down.sh", "--purge", dir)
+	if err := run(root, os.Stderr, "hack/local-up.sh", dir); err != nil {
+		return nil, fmt.Errorf("hack/local-up.sh: %w", err)
+	}
+	c, err := ConnectCluster(root, filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		_ = run(root, os.Stderr, "hack/local-down.sh", dir)
+		return nil, err
+	}
+	c.Dir = dir
+	return c, nil
+}
+
+// ConnectCluster uses the cluster a kubeconfig points at.
+func ConnectCluster(root, kubeconfig string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// Tests create many objects quickly; the client-side limit would only
+	// slow them down.
+	cfg.QPS, cfg.Burst = 500, 1000
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sample, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Root: root, Kubeconfig: kubeconfig, Config: cfg, Kube: kube, Sample: sample}, nil
+}
+
+// Stop stops the control plane if this process started it; its logs stay in
+// Dir/logs for a post-mortem.
+func (c *Cluster) Stop() error {
+	if c.Dir == "" {
+		return nil
+	}
+	return run(c.Root, os.Stderr, "hack/local-down.sh", c.Dir)
+}
+
+// Kubectl runs kubectl against the cluster and returns its combined output.
+func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd.Dir = c.Root
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// run runs a repository script, sending its output to out (discarded if nil).
+func run(root string, out *os.File, script string, args ...string) error {
+	cmd := exec.Command(filepath.Join(root, script), args...)
+	cmd.Dir = root
+	if out != nil {
+		cmd.Stdout, cmd.Stderr = out, out
+	}
+	return cmd.Run()
+}
+
+// BuildController builds the controller into _output/bin and returns the
+// binary's path.
+func BuildController(root string) (string, error) {
+	bin := filepath.Join(root, "_output", "bin", "sample-controller")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Process is a program started by a test. It is killed if the test binary
+// dies first (Pdeathsig), so no run leaves one behind.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// processes holds every Process started and not yet reaped, for KillAll.
+var (
+	processesMu sync.Mutex
+	processes   = map[*Process]struct{}{}
+)
+
+// StartProcess starts bin with args, its output going to logPath.
+func StartProcess(name, logPath, bin string, args ...string) (*Process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	processesMu.Lock()
+	processes[p] = struct{}{}
+	processesMu.Unlock()
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		processesMu.Lock()
+		delete(processes, p)
+		processesMu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// KillAll kills every process still running; for interrupt handlers.
+func KillAll() {
+	processesMu.Lock()
+	defer processesMu.Unlock()
+	for p := range processes {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit
+// code; an error if it is still running then.
+func (p *Process) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.done:
+		var exitErr *exec.ExitError
+		if errors.As(p.waitErr, &exitErr) {
+			return exitErr.ExitCode(), nil
+		}
+		if p.waitErr != nil {
+			return -1, p.waitErr
+		}
+		return 0, nil
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("%s (pid %d) still running after %v", p.Name, p.Pid(), timeout)
+	}
+}
+
+// Kill kills the process if it still runs and waits for it.
+func (p *Process) Kill() {
+	if !p.Exited() {
+		_ = p.cmd.Process.Kill()
+	}
+	<-p.done
+}
+
+// Log returns what the process has written so far.
+func (p *Process) Log() string {
+	data, _ := os.ReadFile(p.LogPath)
+	return string(data)
+}
+
+// Controller is a running sample-controller with its HTTP endpoints.
+type Controller struct {
+	*Process
+	MetricsURL string // http://127.0.0.1:PORT/metrics
+	ProbeURL   string // http://127.0.0.1:PORT (append /healthz or /readyz)
+}
+
+// StartController runs the controller binary against the cluster with its
+// metrics and probe servers on free loopback ports. args come after the
+// defaults, so they can override them (e.g. -leader-elect=false).
+func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
+	metricsPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	all := append([]string{
+		"-kubeconfig=" + c.Kubeconfig,
+		"-metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"-health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		"-v=2",
+	}, args...)
+	p, err := StartProcess(name, filepath.Join(logDir, name+".log"), bin, all...)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		Process:    p,
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		ProbeURL:   fmt.Sprintf("http://127.0.0.1:%d", probePort),
+	}, nil
+}
+
+// Poll calls cond every interval until it returns true, an error, or the
+// timeout passes; the last error or "timed out" is returned.
+func Poll(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if err == nil && ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("timed out after %v: %w", timeout, last)
+			}
+			return fmt.Errorf("timed out after %v", timeout)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Trim shortens a long text to its last n bytes, for failure messages.
+func Trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
