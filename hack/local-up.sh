@@ -25,13 +25,15 @@
 # so `eval "$(hack/local-up.sh DIR)"` works. Exit status is non-zero (and
 # anything started is stopped again) if a component does not come up in time.
 #
-# Tunables (environment): LOCAL_UP_TIMEOUT (seconds per wait, default 60).
+# Tunables (environment): LOCAL_UP_TIMEOUT (seconds per wait, default 60),
+# LOCAL_UP_NODE_PODS (pod capacity of the fake node, default 110).
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 BIN_DIR="${ROOT}/_output/bin"
 STAGES_SRC="${ROOT}/_output/share/kwok-stages.yaml"
 TIMEOUT="${LOCAL_UP_TIMEOUT:-60}"
+NODE_PODS="${LOCAL_UP_NODE_PODS:-110}"
 NODE_NAME=kwok-node-0
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_FIRST_IP=10.96.0.1
@@ -465,11 +467,11 @@ status:
   capacity:
     cpu: "32"
     memory: 256Gi
-    pods: "110"
+    pods: "${NODE_PODS}"
   allocatable:
     cpu: "32"
     memory: 256Gi
-    pods: "110"
+    pods: "${NODE_PODS}"
 EOF
 
 node_ready() {

@@ -29,10 +29,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,14 +82,7 @@ func runSuite(m *testing.M) int {
 
 	// Ctrl-C or a kill of "go test" must not leave the control plane or a
 	// controller behind.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		framework.KillAll()
-		_ = cluster.Stop()
-		os.Exit(130)
-	}()
+	framework.CleanupOnInterrupt(cluster)
 	defer func() {
 		framework.KillAll()
 		if err := cluster.Stop(); err != nil {

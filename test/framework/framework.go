@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -214,6 +215,20 @@ func KillAll() {
 	}
 }
 
+// CleanupOnInterrupt makes SIGINT or SIGTERM of the test binary kill every
+// Process and stop the cluster before exiting, so that Ctrl-C on "go test"
+// leaves nothing running.
+func CleanupOnInterrupt(c *Cluster) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		KillAll()
+		_ = c.Stop()
+		os.Exit(130)
+	}()
+}
+
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
@@ -331,3 +346,17 @@ func Trim(s string, n int) string {
 	return "..." + s[len(s)-n:]
 }
 
+// RunningProcesses returns the names of the processes started with
+// StartProcess that have not exited yet, so a test can make sure it is alone
+// with the process it starts.
+func RunningProcesses() []string {
+	processesMu.Lock()
+	defer processesMu.Unlock()
+	var names []string
+	for p := range processes {
+		if !p.Exited() {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
