@@ -1,0 +1,85 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestDeploymentDrift(t *testing.T) {
+	foo := newFoo("test", 2)
+	for name, tc := range map[string]struct {
+		mutate func(*appsv1.Deployment)
+		want   string
+	}{
+		"as desired": {func(*appsv1.Deployment) {}, ""},
+		"foreign label and annotation": {func(d *appsv1.Deployment) {
+			d.Labels["team"] = "payments"
+			d.Annotations = map[string]string{"note": "x"}
+		}, ""},
+		"foreign container": {func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
+		}, ""},
+		"replicas":          {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
+		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, managedByLabel) }, "labels"},
+		"label changed":     {func(d *appsv1.Deployment) { d.Labels["app"] = "other" }, "labels"},
+		"selector":          {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
+		"template label":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "app") }, "template labels"},
+		"image":             {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, "container nginx"},
+		"container renamed": {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, "container nginx"},
+		"several": {func(d *appsv1.Deployment) {
+			*d.Spec.Replicas = 5
+			d.Spec.Template.Spec.Containers[0].Image = "busybox"
+		}, "replicas,container nginx"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := ownedDeployment(t, foo)
+			tc.mutate(d)
+			if got := strings.Join(deploymentDrift(newDeployment(foo), d), ","); got != tc.want {
+				t.Errorf("drift %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// newDeployment is a pure function of the Foo: the same Foo, the same
+// Deployment, and a replicas default of 1.
+func TestNewDeployment(t *testing.T) {
+	foo := newFoo("test", 1)
+	foo.Spec.Replicas = nil
+	d, err := deploymentFromApplyConfiguration(newDeployment(foo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "test-deployment" || d.Namespace != foo.Namespace || *d.Spec.Replicas != 1 {
+		t.Errorf("name %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
+	}
+	ref := d.OwnerReferences
+	if len(ref) != 1 || ref[0].UID != foo.UID || ref[0].Kind != "Foo" || !*ref[0].Controller || !*ref[0].BlockOwnerDeletion {
+		t.Errorf("owner references %+v", ref)
+	}
+	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
+		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+	}
+	if len(deploymentDrift(newDeployment(foo), d)) != 0 {
+		t.Error("the created Deployment drifts from the desired one")
+	}
+}
