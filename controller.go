@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -473,7 +475,8 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 }
 
 // updateFooStatus writes the Foo's status when it differs from what the
-// Foo's Deployment (nil if it has none) and the Ready condition say.
+// Foo's Deployment (nil if it has none) and the Ready condition say, through
+// the status subresource when the CRD has one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready metav1.Condition) error {
 	status := newFooStatus(foo, deployment, ready, foo.Generation)
 	if equality.Semantic.DeepEqual(foo.Status, status) {
@@ -487,17 +490,30 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		// to do.
 		status = newFooStatus(foo, deployment, ready, foo.Generation+1)
 	}
-	// Never modify the cached object: other readers share it.
-	fooCopy := foo.DeepCopy()
-	fooCopy.Status = status
-	foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace)
-	var err error
-	if c.statusSubresource {
-		_, err = foos.UpdateStatus(ctx, fooCopy, metav1.UpdateOptions{FieldManager: controllerAgentName})
-	} else {
-		_, err = foos.Update(ctx, fooCopy, metav1.UpdateOptions{FieldManager: controllerAgentName})
+	// A JSON patch replacing the whole status, without a resourceVersion:
+	// the sync that follows our own write (its watch event may lag behind
+	// a Deployment event) must not fail on a conflict. Only one worker
+	// syncs a Foo at a time, and the status is computed from the latest
+	// cached Foo, so nothing is lost; a spec changed meanwhile queues the
+	// Foo again.
+	patch, err := json.Marshal([]jsonPatchOperation{{Op: "add", Path: "/status", Value: status}})
+	if err != nil {
+		return err
 	}
+	var subresources []string
+	if c.statusSubresource {
+		subresources = []string{"status"}
+	}
+	_, err = c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
+		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: controllerAgentName}, subresources...)
 	return err
+}
+
+// jsonPatchOperation is one operation of an RFC 6902 JSON patch.
+type jsonPatchOperation struct {
+	Op    string      `json:"op"`
+	Path  string      `json:"path"`
+	Value interface{} `json:"value,omitempty"`
 }
 
 // enqueueFoo queues a Foo's key. Only keys are queued, never objects: a worker

@@ -242,14 +242,30 @@ func (f *fixture) expectEvents(want ...string) {
 	}
 }
 
-// writtenStatus returns the status of the last Foo update (status or not).
+// writtenStatus returns the status the last Foo write set: the value of its
+// JSON patch replacing /status.
 func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
 	f.t.Helper()
 	acts := writes(f.client.Actions())
 	if len(acts) == 0 {
 		f.t.Fatal("no Foo write")
 	}
-	return acts[len(acts)-1].(core.UpdateAction).GetObject().(*samplev1alpha1.Foo).Status
+	patch, ok := acts[len(acts)-1].(core.PatchAction)
+	if !ok || patch.GetPatchType() != types.JSONPatchType {
+		f.t.Fatalf("last Foo write is not a JSON patch: %s", describe(acts[len(acts)-1]))
+	}
+	var ops []struct {
+		Op    string                   `json:"op"`
+		Path  string                   `json:"path"`
+		Value samplev1alpha1.FooStatus `json:"value"`
+	}
+	if err := json.Unmarshal(patch.GetPatch(), &ops); err != nil {
+		f.t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].Op != "add" || ops[0].Path != "/status" {
+		f.t.Fatalf("status patch %s, want one add of /status", patch.GetPatch())
+	}
+	return ops[0].Value
 }
 
 func expectReady(t *testing.T, status samplev1alpha1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
@@ -273,7 +289,7 @@ func TestCreatesDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites("create deployments test-deployment")
-	f.expectFooWrites("update foos/status test")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents("Normal Synced Created Deployment test-deployment")
 
 	created := writes(f.kubeclient.Actions())[0].(core.CreateAction).GetObject().(*appsv1.Deployment)
@@ -323,7 +339,7 @@ func TestStaleStatusIsTheOnlyWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites()
-	f.expectFooWrites("update foos/status test")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents() // a status write is no edge worth an event
 	status := f.writtenStatus()
 	if status.AvailableReplicas != 2 || status.Replicas != 2 {
@@ -345,7 +361,7 @@ func TestUpdatesReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites("patch deployments test-deployment application/apply-patch+yaml")
-	f.expectFooWrites("update foos/status test")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents("Normal Synced Updated Deployment test-deployment: replicas")
 
 	patch := appliedPatch(t, f)
@@ -432,7 +448,7 @@ func TestUnownedDeploymentIsNeverModified(t *testing.T) {
 		t.Fatalf("sync error %v, want one naming the existing Deployment", err)
 	}
 	f.expectKubeWrites()
-	f.expectFooWrites("update foos/status test")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents(`Warning ErrResourceExists Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by no Foo)`)
 	expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonResourceExists)
 
@@ -463,7 +479,7 @@ func TestSecondFooForTheSameNameIsRefused(t *testing.T) {
 		t.Fatal("want an error for the second Foo")
 	}
 	f.expectKubeWrites()
-	f.expectFooWrites("update foos/status second")
+	f.expectFooWrites("patch foos/status second application/json-patch+json")
 	f.expectEvents(`Warning ErrResourceExists Deployment "first-deployment" already exists and is not managed by this Foo (it is controlled by Foo "first")`)
 
 	if err := f.sync(first); err != nil {
@@ -545,7 +561,7 @@ func TestInvalidSpec(t *testing.T) {
 				t.Fatalf("an invalid spec must not be retried, got error %v", err)
 			}
 			f.expectKubeWrites()
-			f.expectFooWrites("update foos/status test")
+			f.expectFooWrites("patch foos/status test application/json-patch+json")
 			f.expectEvents("Warning InvalidSpec Invalid spec: " + tc.message)
 			c := expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec)
 			if !strings.Contains(c.Message, tc.message) {
@@ -606,7 +622,7 @@ func TestRenameDeletesOldDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites("delete deployments test-deployment", "create deployments renamed")
-	f.expectFooWrites("update foos/status test")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents(
 		"Normal Synced Deleted Deployment test-deployment: spec.deploymentName is now renamed",
 		"Normal Synced Created Deployment renamed")
@@ -627,7 +643,7 @@ func TestStatusWithoutSubresource(t *testing.T) {
 	if err := f.sync(foo); err != nil {
 		t.Fatal(err)
 	}
-	f.expectFooWrites("update foos test")
+	f.expectFooWrites("patch foos test application/json-patch+json")
 	// The write bumps generation 1 -> 2; status says so already.
 	if g := f.writtenStatus().ObservedGeneration; g != 2 {
 		t.Errorf("observedGeneration %d, want 2", g)

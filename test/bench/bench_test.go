@@ -1,3 +1,5 @@
+//go:build bench
+
 /*
 Copyright The Sample Controller Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build bench
 
 // Package bench measures the controller on a local control plane ("make
 // bench"); docs/performance.md records the results. It prints figures beside
@@ -50,12 +50,16 @@ import (
 
 // Parameters, from the environment.
 var (
-	numFoos       = envInt("BENCH_FOOS", 1000)
-	numUnrelated  = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000)
-	numChanges    = envInt("BENCH_SPEC_CHANGES", 50)
-	resyncPeriod  = 10 * time.Second
-	floorWorkers  = 8
-	benchNS       = "bench"
+	numFoos      = envInt("BENCH_FOOS", 1000)
+	numUnrelated = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000)
+	numChanges   = envInt("BENCH_SPEC_CHANGES", 50)
+	resyncPeriod = 10 * time.Second
+	floorWorkers = 8
+	benchNS      = "bench"
+	// benchWideNS holds a second set of Foos for a run with as many workers
+	// as the floor has goroutines.
+	benchWideNS   = "bench-wide"
+	wideWorkers   = 8
 	floorNS       = "floor"
 	convergeLimit = 10 * time.Minute
 )
@@ -121,7 +125,7 @@ func TestBenchmark(t *testing.T) {
 	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/foos.samplecontroller.k8s.io"); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{benchNS, floorNS} {
+	for _, ns := range []string{benchNS, benchWideNS, floorNS} {
 		b.createNamespace(ns)
 	}
 
@@ -130,10 +134,16 @@ func TestBenchmark(t *testing.T) {
 	b.waitDeploymentsAvailable(floorNS, numFoos)
 
 	b.createFoos(benchNS, numFoos)
-	ctrl, converged := b.measureConvergence()
-	b.report("convergence: controller %.2fs, raw API floor %.2fs, ratio %.2f", converged.Seconds(), floor.Seconds(), converged.Seconds()/floor.Seconds())
-
+	ctrl, converged := b.measureConvergence(benchNS, "controller-convergence")
+	b.report("convergence, default flags (2 workers): controller %.2fs, raw API floor %.2fs, ratio %.2f", converged.Seconds(), floor.Seconds(), converged.Seconds()/floor.Seconds())
 	b.waitFoosReady(benchNS, numFoos)
+
+	b.createFoos(benchWideNS, numFoos)
+	wide, convergedWide := b.measureConvergence(benchWideNS, "controller-convergence-wide", fmt.Sprintf("-workers=%d", wideWorkers))
+	b.report("convergence, -workers=%d: controller %.2fs, raw API floor %.2fs, ratio %.2f", wideWorkers, convergedWide.Seconds(), floor.Seconds(), convergedWide.Seconds()/floor.Seconds())
+	b.waitFoosReady(benchWideNS, numFoos)
+	stopController(t, wide)
+
 	b.measureWritesAtRest(ctrl)
 	b.measureSpecChangeLatency()
 	stopController(t, ctrl)
@@ -254,12 +264,12 @@ func (b *bench) measureFloor() time.Duration {
 	return time.Since(start)
 }
 
-// measureConvergence starts the controller with N Foos waiting and times
-// until every Deployment exists and every Foo's status is current.
-func (b *bench) measureConvergence() (*framework.Controller, time.Duration) {
+// measureConvergence starts the controller with N Foos waiting in ns and
+// times until every Deployment exists and every Foo's status is current.
+func (b *bench) measureConvergence(ns, name string, args ...string) (*framework.Controller, time.Duration) {
 	start := time.Now()
-	ctrl, err := b.cluster.StartController(b.bin, b.logDir, "controller-convergence",
-		"-namespace="+benchNS, "-leader-elect=false", "-resync-period="+resyncPeriod.String(), "-v=1")
+	ctrl, err := b.cluster.StartController(b.bin, b.logDir, name, append([]string{
+		"-namespace=" + ns, "-leader-elect=false", "-resync-period=" + resyncPeriod.String(), "-v=1"}, args...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -267,11 +277,11 @@ func (b *bench) measureConvergence() (*framework.Controller, time.Duration) {
 		if ctrl.Exited() {
 			b.t.Fatalf("controller exited:\n%s", framework.Trim(ctrl.Log(), 4000))
 		}
-		deployments, err := b.kube.AppsV1().Deployments(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		deployments, err := b.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil || len(deployments.Items) < numFoos {
 			return false, err
 		}
-		foos, err := b.sample.SamplecontrollerV1alpha1().Foos(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		foos, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
 		}

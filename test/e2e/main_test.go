@@ -1,3 +1,5 @@
+//go:build e2e
+
 /*
 Copyright The Sample Controller Authors.
 
@@ -13,8 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-//go:build e2e
 
 // Package e2e proves the controller on real Kubernetes components: one local
 // control plane (etcd, kube-apiserver, kube-controller-manager,
