@@ -552,7 +552,9 @@ func (c *Controller) handleObject(obj interface{}) {
 
 // handleDeploymentDelete queues the Foo that controlled the deleted
 // Deployment, and every Foo asking for its name: one that was refused the
-// name can have it now.
+// name can have it now. Only managed Deployments are watched, so a Foo
+// refused a name by an unmanaged Deployment learns that it was freed from
+// its own retries, with backoff.
 func (c *Controller) handleDeploymentDelete(obj interface{}) {
 	c.handleObject(obj)
 	object, ok := objectFromTombstone(obj)

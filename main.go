@@ -146,7 +146,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	if !statusSubresource {
-		logger.Info("The Foo CRD has no status subresource; writing status with plain updates")
+		logger.Info("The Foo CRD has no status subresource; status is written to the Foo itself")
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
@@ -192,17 +192,27 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// Start the informers now, leader or not: a standby with warm caches
-	// takes over in moments.
+	// takes over in moments. Whatever makes run return, cancel first, so
+	// that the Shutdowns (deferred earlier, so run later) find the
+	// informers stopping.
+	ctx, cancel := context.WithCancel(ctx)
 	kubeInformerFactory.Start(ctx.Done())
 	sampleInformerFactory.Start(ctx.Done())
 	defer kubeInformerFactory.Shutdown()
 	defer sampleInformerFactory.Shutdown()
+	defer cancel()
 
 	runController := func(ctx context.Context) error { return controller.Run(ctx, o.workers) }
 	if !o.leaderElection.enabled {
 		return runController(ctx)
 	}
-	return runAsLeader(ctx, o.leaderElection, kubeClient, watchdog, runController)
+	// Lease renewals get a client of their own, so that a burst of syncs
+	// never holds them behind the client-side rate limit.
+	leaderElectionClient, err := kubernetes.NewForConfig(rest.AddUserAgent(kubeCfg, "leader-election"))
+	if err != nil {
+		return fmt.Errorf("building leader election clientset: %w", err)
+	}
+	return runAsLeader(ctx, o.leaderElection, leaderElectionClient, watchdog, runController)
 }
 
 // dropManagedFields is an informer transform: it strips metadata.managedFields,
