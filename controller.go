@@ -297,12 +297,18 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
 	observeReconcile(time.Since(start), err)
-	if err == nil {
+	switch {
+	case err == nil:
 		c.workqueue.Forget(objRef)
-		return true
+	case apierrors.IsConflict(err):
+		// The cache was behind the API server: nothing failed. Retry once
+		// the watch has caught up.
+		klog.FromContext(ctx).V(4).Info("Stale cache, retrying", "foo", objRef, "err", err)
+		c.workqueue.AddRateLimited(objRef)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", objRef)
+		c.workqueue.AddRateLimited(objRef)
 	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", objRef)
-	c.workqueue.AddRateLimited(objRef)
 	return true
 }
 
@@ -331,10 +337,6 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 			fmt.Sprintf("Invalid spec: %v", errs.ToAggregate()))
 	}
 
-	if err := c.deleteStaleDeployments(ctx, foo); err != nil {
-		return err
-	}
-
 	deployment, err := c.ensureDeployment(ctx, foo)
 	var taken *nameTakenError
 	if errors.As(err, &taken) {
@@ -347,6 +349,12 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		return taken
 	}
 	if err != nil {
+		return err
+	}
+
+	// Only now that the requested Deployment is in place: a rename never
+	// leaves the Foo without pods.
+	if err := c.deleteStaleDeployments(ctx, foo); err != nil {
 		return err
 	}
 
@@ -448,7 +456,10 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 		// saw, not a newer one that took its name since.
 		err := c.kubeclientset.AppsV1().Deployments(deployment.Namespace).Delete(ctx, deployment.Name,
 			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(deployment.UID))})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
+			continue // deleted already; the cache had not caught up
+		}
+		if err != nil {
 			return err
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
@@ -490,13 +501,17 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		// to do.
 		status = newFooStatus(foo, deployment, ready, foo.Generation+1)
 	}
-	// A JSON patch replacing the whole status, without a resourceVersion:
-	// the sync that follows our own write (its watch event may lag behind
-	// a Deployment event) must not fail on a conflict. Only one worker
-	// syncs a Foo at a time, and the status is computed from the latest
-	// cached Foo, so nothing is lost; a spec changed meanwhile queues the
-	// Foo again.
-	patch, err := json.Marshal([]jsonPatchOperation{{Op: "add", Path: "/status", Value: status}})
+	// A JSON patch replacing the whole status. Setting resourceVersion makes
+	// it conditional: it applies only to the Foo version the status was
+	// computed from. When the cache lags behind (a Deployment event often
+	// requeues the Foo before the watch delivers our previous write) the API
+	// server answers 409 Conflict and the Foo is retried on fresh data,
+	// rather than a stale status overwriting a newer one, or a problem being
+	// reported twice.
+	patch, err := json.Marshal([]jsonPatchOperation{
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: foo.ResourceVersion},
+		{Op: "add", Path: "/status", Value: status},
+	})
 	if err != nil {
 		return err
 	}

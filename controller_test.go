@@ -25,6 +25,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -255,17 +257,23 @@ func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
 		f.t.Fatalf("last Foo write is not a JSON patch: %s", describe(acts[len(acts)-1]))
 	}
 	var ops []struct {
-		Op    string                   `json:"op"`
-		Path  string                   `json:"path"`
-		Value samplev1alpha1.FooStatus `json:"value"`
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
 	}
 	if err := json.Unmarshal(patch.GetPatch(), &ops); err != nil {
 		f.t.Fatal(err)
 	}
-	if len(ops) != 1 || ops[0].Op != "add" || ops[0].Path != "/status" {
-		f.t.Fatalf("status patch %s, want one add of /status", patch.GetPatch())
+	// The write is conditional on the resourceVersion the status was
+	// computed from, then replaces the whole status.
+	if len(ops) != 2 || ops[0].Op != "replace" || ops[0].Path != "/metadata/resourceVersion" || ops[1].Op != "add" || ops[1].Path != "/status" {
+		f.t.Fatalf("status patch %s, want a resourceVersion precondition and one add of /status", patch.GetPatch())
 	}
-	return ops[0].Value
+	var status samplev1alpha1.FooStatus
+	if err := json.Unmarshal(ops[1].Value, &status); err != nil {
+		f.t.Fatal(err)
+	}
+	return status
 }
 
 func expectReady(t *testing.T, status samplev1alpha1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
@@ -621,14 +629,66 @@ func TestRenameDeletesOldDeployment(t *testing.T) {
 	if err := f.sync(foo); err != nil {
 		t.Fatal(err)
 	}
-	f.expectKubeWrites("delete deployments test-deployment", "create deployments renamed")
+	// The new Deployment first, then the old one goes: no moment without.
+	f.expectKubeWrites("create deployments renamed", "delete deployments test-deployment")
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents(
-		"Normal Synced Deleted Deployment test-deployment: spec.deploymentName is now renamed",
-		"Normal Synced Created Deployment renamed")
-	del := writes(f.kubeclient.Actions())[0].(core.DeleteAction)
+		"Normal Synced Created Deployment renamed",
+		"Normal Synced Deleted Deployment test-deployment: spec.deploymentName is now renamed")
+	del := writes(f.kubeclient.Actions())[1].(core.DeleteAction)
 	if pre := del.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != old.UID {
 		t.Errorf("delete without the UID precondition: %+v", del.GetDeleteOptions())
+	}
+}
+
+// Renamed to a name someone else holds: the Foo keeps its working Deployment
+// until it can have the new one.
+func TestRenameToTakenNameKeepsOldDeployment(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	old := ownedDeployment(t, foo)
+	taken := ownedDeployment(t, foo)
+	taken.Name, taken.UID, taken.OwnerReferences = "taken", "uid-taken", nil
+	foo.Spec.DeploymentName = "taken"
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, old, taken)
+
+	if err := f.sync(foo); err == nil {
+		t.Fatal("want the ResourceExists error")
+	}
+	f.expectKubeWrites()
+	f.expectEvents("Warning ErrResourceExists")
+}
+
+// A status write that finds the cache stale (409 Conflict) is retried, and
+// counted as a conflict, not an error.
+func TestConflictIsRetried(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource("foos"), foo.Name, fmt.Errorf("the object has been modified"))
+	})
+
+	conflicts := func() float64 {
+		v, err := testutil.GetCounterMetricValue(reconcileTotal.WithLabelValues("conflict"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := conflicts()
+	f.controller.enqueueFoo(foo)
+	f.controller.processNextWorkItem(ctx)
+	if n := f.controller.workqueue.NumRequeues(cache.MetaObjectToName(foo)); n != 1 {
+		t.Errorf("requeues %d, want 1", n)
+	}
+	if got := conflicts() - before; got != 1 {
+		t.Errorf("conflicts counted %v, want 1", got)
 	}
 }
 

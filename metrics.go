@@ -19,6 +19,8 @@ package main
 import (
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -36,7 +38,7 @@ var (
 	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "samplecontroller",
 		Name:           "reconcile_total",
-		Help:           "Foo syncs, by result: success, or error (the Foo is retried with backoff).",
+		Help:           "Foo syncs, by result: success; conflict (a write found the cache stale, the Foo is retried); error (the Foo is retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
@@ -58,7 +60,10 @@ func init() {
 // observeReconcile records the outcome and duration of one sync.
 func observeReconcile(d time.Duration, err error) {
 	result := "success"
-	if err != nil {
+	switch {
+	case apierrors.IsConflict(err):
+		result = "conflict"
+	case err != nil:
 		result = "error"
 	}
 	reconcileTotal.WithLabelValues(result).Inc()
