@@ -124,7 +124,9 @@ func NewController(
 	// Let events about Foos be recorded: the event machinery needs the Foo
 	// types in the scheme it encodes object references with.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-	eventBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	// Not tied to ctx: Run shuts the broadcaster down after the workers
+	// have finished, so events of the last syncs still reach the API.
+	eventBroadcaster := record.NewBroadcaster()
 	eventBroadcaster.StartStructuredLogging(4)
 	eventBroadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")})
 	recorder := eventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerAgentName})
