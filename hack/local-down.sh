@@ -47,20 +47,8 @@ fi
 DIR="$(cd "${DIR}" && pwd -P)"
 PIDS="${DIR}/pids"
 
-# is_ours NAME PID: PID is alive and is NAME started for this directory (or,
-# right after local-up.sh forked it, still the setsid/env wrapper).
-is_ours() {
-  local name=$1 pid=$2 exe cmdline
-  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
-  exe="$(readlink "/proc/${pid}/exe" 2>/dev/null)" || return 1
-  exe="${exe% (deleted)}"
-  case "${exe##*/}" in
-    "${name}" | setsid | env) ;;
-    *) return 1 ;;
-  esac
-  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-  [[ "${cmdline}" == *"${DIR}/"* ]]
-}
+# shellcheck source=hack/lib/local-cluster.sh
+source "${ROOT}/hack/lib/local-cluster.sh"
 
 declare -A PID_OF=()
 if [[ -f "${PIDS}" ]]; then

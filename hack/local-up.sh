@@ -82,20 +82,8 @@ KUBECONFIG_FILE="${DIR}/kubeconfig"
 exec 7>"${DIR}/.local-up.lock"
 flock -n 7 || { log "another local-up.sh is already running for ${DIR}"; exit 1; }
 
-# is_ours NAME PID: PID is alive and is NAME started for this directory (or,
-# right after the fork, still the setsid/env wrapper exec'ing into it).
-is_ours() {
-  local name=$1 pid=$2 exe cmdline
-  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
-  exe="$(readlink "/proc/${pid}/exe" 2>/dev/null)" || return 1
-  exe="${exe% (deleted)}"
-  case "${exe##*/}" in
-    "${name}" | setsid | env) ;;
-    *) return 1 ;;
-  esac
-  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-  [[ "${cmdline}" == *"${DIR}/"* ]]
-}
+# shellcheck source=hack/lib/local-cluster.sh
+source "${ROOT}/hack/lib/local-cluster.sh"
 
 if [[ -f "${PIDS}" ]]; then
   while read -r name pid _; do

@@ -24,7 +24,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -724,18 +723,12 @@ func waitControllerReady(t *testing.T, c *framework.Controller) {
 		if c.Exited() {
 			return false, fmt.Errorf("controller exited: %s", framework.Trim(c.Log(), 2000))
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ProbeURL+"/readyz", nil)
+		code, body, err := c.Probe(ctx, "/readyz")
 		if err != nil {
 			return false, err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Errorf("/readyz: %s: %s", resp.Status, body)
+		if code != http.StatusOK {
+			return false, fmt.Errorf("/readyz: %d: %s", code, body)
 		}
 		return true, nil
 	})

@@ -24,7 +24,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -311,6 +313,24 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 		ProbeURL:   fmt.Sprintf("http://127.0.0.1:%d", probePort),
 	}, nil
+}
+
+// Probe GETs one of the controller's probe paths (/healthz, /readyz) and
+// returns the status code and body.
+func (c *Controller) Probe(ctx context.Context, path string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ProbeURL+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // Poll calls cond every interval until it returns true, an error, or the
