@@ -147,10 +147,13 @@ func TestBenchmark(t *testing.T) {
 	b.measureWritesAtRest(ctrl)
 	stopController(t, ctrl)
 
-	// Latency at rest with the default flags: with the short resync of the
-	// phases above, a change could wait behind a resync of every Foo.
+	// Latency at rest with the default resync period: with the short one of
+	// the phases above, a change could wait behind a resync of every Foo.
 	ctrl = b.startIdleController("controller-latency")
-	b.measureSpecChangeLatency(ctrl)
+	b.measureSpecChangeLatency(ctrl, "default flags (2 workers)", 0)
+	stopController(t, ctrl)
+	ctrl = b.startIdleController("controller-latency-wide", fmt.Sprintf("-workers=%d", wideWorkers))
+	b.measureSpecChangeLatency(ctrl, fmt.Sprintf("-workers=%d", wideWorkers), 1)
 	stopController(t, ctrl)
 
 	b.measureRSS()
@@ -298,7 +301,7 @@ func (b *bench) measureConvergence(ns, name string, args ...string) (*framework.
 		return true, nil
 	})
 	elapsed := time.Since(start)
-	if samples, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL); err == nil {
+	if samples, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL()); err == nil {
 		b.report("%s: %.0f API requests, %.2fs total waiting on the client-side rate limit", name,
 			framework.Sum(samples, "rest_client_requests_total", nil),
 			framework.Sum(samples, "rest_client_rate_limiter_duration_seconds_sum", nil))
@@ -354,7 +357,7 @@ func (b *bench) snapshotWrites(ctrl *framework.Controller) writesSnapshot {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	own, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL)
+	own, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -391,8 +394,8 @@ func (b *bench) measureWritesAtRest(ctrl *framework.Controller) {
 
 // measureSpecChangeLatency changes spec.replicas of one Foo at a time and
 // times until the watch shows its Deployment following.
-func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller) {
-	before, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL)
+func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, config string, round int) {
+	before, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -412,7 +415,7 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller) {
 	var latencies []time.Duration
 	for i := 0; i < numChanges; i++ {
 		name := fooName(i * (numFoos / numChanges))
-		replicas := int32(2 + i%2) // 2, 3, 2, ...: always a change
+		replicas := int32(2 + (i+round)%2) // 2, 3, 2, ...: always a change, also from the previous round
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 		start := time.Now()
 		if _, err := b.sample.SamplecontrollerV1alpha1().Foos(benchNS).Patch(b.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -433,12 +436,12 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller) {
 			}
 		}
 	}
-	after, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL)
+	after, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.report("spec change -> Deployment latency over %d changes: p50 %v, p99 %v, max %v",
-		len(latencies), percentile(latencies, 0.50), percentile(latencies, 0.99), percentile(latencies, 1))
+	b.report("spec change -> Deployment latency, %s, over %d changes: p50 %v, p99 %v, max %v",
+		config, len(latencies), percentile(latencies, 0.50), percentile(latencies, 0.99), percentile(latencies, 1))
 	// Where the time goes: the user's own PATCH of the Foo, and the
 	// controller's share (time queued, time syncing) from its histograms;
 	// the rest is watch delivery and the Deployment apply's round trip.
@@ -483,7 +486,10 @@ func (b *bench) startIdleController(name string, args ...string) *framework.Cont
 		b.t.Fatal(err)
 	}
 	b.poll(2*time.Minute, name+" synced", func(ctx context.Context) (bool, error) {
-		samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL)
+		if ctrl.Exited() {
+			b.t.Fatalf("%s exited:\n%s", name, framework.Trim(ctrl.Log(), 4000))
+		}
+		samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
 		if err != nil {
 			return false, nil
 		}

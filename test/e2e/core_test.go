@@ -326,7 +326,7 @@ func TestCore(t *testing.T) {
 		controller = startCoreController(t, "controller-restarted")
 		waitControllerReady(t, controller)
 		eventually(t, convergeTimeout, "the restarted controller to sync the Foo", func(ctx context.Context) (bool, error) {
-			samples, err := framework.ScrapeURL(ctx, controller.MetricsURL)
+			samples, err := framework.ScrapeURL(ctx, controller.MetricsURL())
 			if err != nil {
 				return false, err
 			}

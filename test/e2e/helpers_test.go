@@ -694,7 +694,7 @@ func scrape(t *testing.T, c *framework.Controller) []framework.Sample {
 	var samples []framework.Sample
 	eventually(t, 10*time.Second, "the controller's metrics", func(ctx context.Context) (bool, error) {
 		var err error
-		samples, err = framework.ScrapeURL(ctx, c.MetricsURL)
+		samples, err = framework.ScrapeURL(ctx, c.MetricsURL())
 		return err == nil, err
 	})
 	return samples

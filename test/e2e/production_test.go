@@ -608,7 +608,7 @@ func waitExit(c *framework.Controller, timeout time.Duration) <-chan exitResult 
 func waitLeaderGauges(t *testing.T, id string, leader *replica, standbys ...*replica) {
 	t.Helper()
 	check := func(ctx context.Context, r *replica, want float64) error {
-		samples, err := framework.ScrapeURL(ctx, r.MetricsURL)
+		samples, err := framework.ScrapeURL(ctx, r.MetricsURL())
 		if err != nil {
 			return err
 		}
@@ -666,7 +666,7 @@ func testMetricsAndReadyz(t *testing.T) {
 		// for alike by the queue and by the controller.
 		eventually(t, convergeTimeout, "settled metrics", func(ctx context.Context) (bool, error) {
 			var err error
-			if samples, err = framework.ScrapeURL(ctx, c.MetricsURL); err != nil {
+			if samples, err = framework.ScrapeURL(ctx, c.MetricsURL()); err != nil {
 				return false, err
 			}
 			syncs := reconciles(samples, "")
@@ -791,7 +791,7 @@ func testMetricsAndReadyz(t *testing.T) {
 			if err := unready(ctx); err != nil {
 				return err
 			}
-			samples, err := framework.ScrapeURL(ctx, c.MetricsURL)
+			samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
 			if err != nil {
 				return err
 			}
@@ -890,7 +890,7 @@ func testSIGTERMWithBacklog(t *testing.T) {
 			return false, fmt.Errorf("controller exited")
 		}
 		var err error
-		if samples, err = framework.ScrapeURL(ctx, c.MetricsURL); err != nil {
+		if samples, err = framework.ScrapeURL(ctx, c.MetricsURL()); err != nil {
 			return false, err
 		}
 		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: managedByLabel + "=" + fieldManager})

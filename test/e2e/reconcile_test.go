@@ -71,7 +71,7 @@ func TestReconcile_1_ZeroWritesAtRest(t *testing.T) {
 	t.Logf("at rest: %v write requests so far, %v syncs", writes, reconciles(before, ""))
 	const window = 12 * time.Second // more than two resync periods
 	consistently(t, window, "no write requests at rest", func(ctx context.Context) error {
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL)
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
 		if err != nil {
 			return err
 		}
@@ -217,7 +217,7 @@ func TestReconcile_2_DriftRepair(t *testing.T) {
 	}
 	applied := patches(scrape(t, c))
 	consistently(t, 3*time.Second, "no further apply", func(ctx context.Context) error {
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL)
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
 		if err != nil {
 			return err
 		}
@@ -469,7 +469,7 @@ func TestReconcile_6_OwnershipAndLifecycle(t *testing.T) {
 		// away: a takeover quicker than that comes from the Deployment's
 		// deletion, not from a retry.
 		eventually(t, convergeTimeout, "the second Foo's 12th failed sync", func(ctx context.Context) (bool, error) {
-			samples, err := framework.ScrapeURL(ctx, c.MetricsURL)
+			samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
 			if err != nil {
 				return false, err
 			}

@@ -25,13 +25,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,16 +153,6 @@ func BuildController(root string) (string, error) {
 	return bin, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Process is a program started by a test. It is killed if the test binary
 // dies first (Pdeathsig), so no run leaves one behind.
 type Process struct {
@@ -282,37 +271,58 @@ func (p *Process) Log() string {
 // Controller is a running sample-controller with its HTTP endpoints.
 type Controller struct {
 	*Process
-	MetricsURL string // http://127.0.0.1:PORT/metrics
-	ProbeURL   string // http://127.0.0.1:PORT (append /healthz or /readyz)
 }
 
-// StartController runs the controller binary against the cluster with its
-// metrics and probe servers on free loopback ports. args come after the
+// StartController runs the controller binary against the cluster. Its
+// metrics and probe servers listen on 127.0.0.1 with a port the kernel picks
+// (port 0), so that concurrent processes never race for a port; MetricsURL
+// and ProbeURL read the actual addresses from its log. args come after the
 // defaults, so they can override them (e.g. -leader-elect=false).
 func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
-	metricsPort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	probePort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
 	all := append([]string{
 		"-kubeconfig=" + c.Kubeconfig,
-		"-metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
-		"-health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		"-metrics-bind-address=127.0.0.1:0",
+		"-health-probe-bind-address=127.0.0.1:0",
 		"-v=2",
 	}, args...)
 	p, err := StartProcess(name, filepath.Join(logDir, name+".log"), bin, all...)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{
-		Process:    p,
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
-		ProbeURL:   fmt.Sprintf("http://127.0.0.1:%d", probePort),
-	}, nil
+	return &Controller{Process: p}, nil
+}
+
+// MetricsURL is the controller's /metrics URL ("" if it never served).
+func (c *Controller) MetricsURL() string {
+	if addr := c.servingAddress("metrics"); addr != "" {
+		return "http://" + addr + "/metrics"
+	}
+	return ""
+}
+
+// ProbeURL is the base URL of the controller's probe server; append /healthz
+// or /readyz ("" if it never served).
+func (c *Controller) ProbeURL() string {
+	if addr := c.servingAddress("probes"); addr != "" {
+		return "http://" + addr
+	}
+	return ""
+}
+
+// servingAddress waits (up to a minute, or until the process exits) for the
+// controller's log line `"Serving" server="NAME" address="HOST:PORT"`.
+func (c *Controller) servingAddress(server string) string {
+	re := regexp.MustCompile(`"Serving" server="` + regexp.QuoteMeta(server) + `" address="([^"]+)"`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if m := re.FindStringSubmatch(c.Log()); m != nil {
+			return m[1]
+		}
+		if c.Exited() || time.Now().After(deadline) {
+			return ""
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Probe GETs one of the controller's probe paths (/healthz, /readyz) and
@@ -320,7 +330,7 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 func (c *Controller) Probe(ctx context.Context, path string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ProbeURL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ProbeURL()+path, nil)
 	if err != nil {
 		return 0, "", err
 	}
