@@ -60,14 +60,15 @@ type options struct {
 	logging        *logsapi.LoggingConfiguration
 }
 
-// addFlags registers the command line on fs. The defaults of -kube-api-qps
-// and -kube-api-burst come from the benchmark in docs/performance.md.
+// addFlags registers the command line on fs. The defaults of -workers,
+// -kube-api-qps and -kube-api-burst come from the benchmark in
+// docs/performance.md.
 func addFlags(fs *flag.FlagSet) *options {
 	o := &options{logging: logsapi.NewLoggingConfiguration()}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
 	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
 	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
-	fs.IntVar(&o.workers, "workers", 2, "Number of Foos synced in parallel.")
+	fs.IntVar(&o.workers, "workers", 8, "Number of Foos synced in parallel. Syncs wait mostly on API round trips, so more workers converge many Foos faster (see docs/performance.md).")
 	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change. A resync makes no API writes unless something drifted.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server (client-side limit; the API server's priority and fairness protects it as well).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
