@@ -124,15 +124,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("building kubeconfig: %w", err)
 	}
-	cfg.QPS = float32(o.kubeAPIQPS)
-	cfg.Burst = o.kubeAPIBurst
-	cfg.UserAgent = controllerAgentName
-
-	// Built-in types travel as protobuf, cheaper to encode and decode than
-	// JSON; custom resources only speak JSON.
-	kubeCfg := rest.CopyConfig(cfg)
-	kubeCfg.ContentType = "application/vnd.kubernetes.protobuf"
-	kubeCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg, kubeCfg := clientConfigs(cfg, o)
 	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return fmt.Errorf("building kubernetes clientset: %w", err)
@@ -214,6 +206,21 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("building leader election clientset: %w", err)
 	}
 	return runAsLeader(ctx, o.leaderElection, leaderElectionClient, watchdog, runController)
+}
+
+// clientConfigs returns the client configurations for Foos and for built-in
+// types: both with the controller's user agent and client-side rate limit,
+// the second also speaking protobuf, cheaper to encode and decode than JSON
+// (custom resources only speak JSON).
+func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
+	sample = rest.CopyConfig(base)
+	sample.QPS = float32(o.kubeAPIQPS)
+	sample.Burst = o.kubeAPIBurst
+	sample.UserAgent = controllerAgentName
+	kube = rest.CopyConfig(sample)
+	kube.ContentType = "application/vnd.kubernetes.protobuf"
+	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return sample, kube
 }
 
 // dropManagedFields is an informer transform: it strips metadata.managedFields,

@@ -1,0 +1,82 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// The defaults a user gets, and the command line parsed into options.
+func TestFlags(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o := addFlags(fs)
+	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 ||
+		o.metricsAddr != ":8080" || o.probeAddr != ":8081" || o.namespace != "" {
+		t.Errorf("defaults: %+v", o)
+	}
+	le := o.leaderElection
+	if !le.enabled || le.id != "sample-controller" || le.leaseDuration != 15*time.Second ||
+		le.renewDeadline != 10*time.Second || le.retryPeriod != 2*time.Second {
+		t.Errorf("leader election defaults: %+v", le)
+	}
+	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
+		"-kube-api-burst=60", "-leader-elect=false", "-v=4", "-logging-format=json"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.namespace != "team-a" || o.workers != 3 || o.resyncPeriod != time.Minute || o.kubeAPIQPS != 50 ||
+		o.kubeAPIBurst != 60 || o.leaderElection.enabled || o.logging.Format != "json" || o.logging.Verbosity != 4 {
+		t.Errorf("parsed: %+v, logging %+v", o, o.logging)
+	}
+}
+
+func TestClientConfigs(t *testing.T) {
+	o := &options{kubeAPIQPS: 200, kubeAPIBurst: 400}
+	base := &rest.Config{Host: "https://example.invalid"}
+	sample, kube := clientConfigs(base, o)
+	for _, cfg := range []*rest.Config{sample, kube} {
+		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != controllerAgentName || cfg.Host != base.Host {
+			t.Errorf("config %+v", cfg)
+		}
+	}
+	if kube.ContentType != "application/vnd.kubernetes.protobuf" || sample.ContentType != "" {
+		t.Errorf("content types: built-in %q, Foo %q", kube.ContentType, sample.ContentType)
+	}
+	if base.QPS != 0 || base.UserAgent != "" {
+		t.Error("the base config was modified")
+	}
+}
+
+func TestDropManagedFields(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := dropManagedFields(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*appsv1.Deployment); got.ManagedFields != nil || got.Name != "x" {
+		t.Errorf("after transform: %+v", got.ObjectMeta)
+	}
+	// Tombstones and other non-objects pass through.
+	if out, err := dropManagedFields("not an object"); err != nil || out != "not an object" {
+		t.Errorf("non-object: %v, %v", out, err)
+	}
+}
