@@ -27,6 +27,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,6 +52,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -182,7 +184,7 @@ func testDeployArtifacts(t *testing.T) {
 	// after (a) is a no-op.
 	before := deployResourceVersions(t)
 	applyDeployArtifacts(t)
-	if after := deployResourceVersions(t); !equalStringMaps(before, after) {
+	if after := deployResourceVersions(t); !maps.Equal(before, after) {
 		t.Errorf("applying %s again changed objects: resourceVersions before %v, after %v", deployKustomization, before, after)
 	}
 }
@@ -229,10 +231,10 @@ func deploymentProblems(d *appsv1.Deployment) []string {
 	if csc == nil {
 		csc = &corev1.SecurityContext{}
 	}
-	if !isTrue(csc.RunAsNonRoot) && !isTrue(psc.RunAsNonRoot) {
+	if !ptr.Deref(csc.RunAsNonRoot, false) && !ptr.Deref(psc.RunAsNonRoot, false) {
 		add("runAsNonRoot not set on the pod (%v) nor the container (%v)", ptrBool(psc.RunAsNonRoot), ptrBool(csc.RunAsNonRoot))
 	}
-	if !isTrue(csc.ReadOnlyRootFilesystem) {
+	if !ptr.Deref(csc.ReadOnlyRootFilesystem, false) {
 		add("readOnlyRootFilesystem %s, want true", ptrBool(csc.ReadOnlyRootFilesystem))
 	}
 	if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
@@ -286,8 +288,6 @@ func deploymentProblems(d *appsv1.Deployment) []string {
 	return problems
 }
 
-func isTrue(b *bool) bool { return b != nil && *b }
-
 // deployResourceVersions maps the namespaced objects of artifacts/deploy
 // and its ClusterRole and binding to their resourceVersions.
 func deployResourceVersions(t *testing.T) map[string]string {
@@ -303,18 +303,6 @@ func deployResourceVersions(t *testing.T) map[string]string {
 		t.Fatalf("kubectl get -k %s: %d objects, want 10:\n%s", deployKustomization, len(versions), out)
 	}
 	return versions
-}
-
-func equalStringMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // b. The ServiceAccount of artifacts/deploy, with nothing but its token, runs
