@@ -53,23 +53,6 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
-// controllerAgentName names the controller in events, as the field manager of
-// what it writes, and in the label of the Deployments it manages.
-const controllerAgentName = "sample-controller"
-
-// Event reasons. Events mark edges, never routine syncs: a Deployment created,
-// changed or deleted to match a Foo, or a problem the user has to resolve.
-const (
-	// SuccessSynced: the controller wrote the Foo's Deployment (created,
-	// updated or deleted it) to match the Foo.
-	SuccessSynced = "Synced"
-	// ErrResourceExists: the requested Deployment name is taken by a
-	// Deployment this Foo does not control.
-	ErrResourceExists = "ErrResourceExists"
-	// ErrInvalidSpec: the Foo's spec cannot be acted on.
-	ErrInvalidSpec = "InvalidSpec"
-)
-
 // Cache indexes.
 const (
 	// fooDeploymentNameIndex finds the Foos that ask for a Deployment name,
@@ -129,7 +112,7 @@ func NewController(
 	eventBroadcaster := record.NewBroadcaster()
 	eventBroadcaster.StartStructuredLogging(4)
 	eventBroadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")})
-	recorder := eventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerAgentName})
+	recorder := eventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: samplev1alpha1.ControllerName})
 
 	// Retries back off per Foo from 5 ms to 1000 s; all retries together are
 	// held to 50 per second (bursts of 300) so a failing API cannot turn the
@@ -335,7 +318,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if errs := validateFooSpec(&foo.Spec); len(errs) > 0 {
 		// Retrying cannot help: the next change to the spec queues the Foo
 		// again. Report it once and drop it.
-		return c.reportProblem(ctx, foo, samplev1alpha1.ReasonInvalidSpec, ErrInvalidSpec,
+		return c.reportProblem(ctx, foo, samplev1alpha1.ReasonInvalidSpec,
 			fmt.Sprintf("Invalid spec: %v", errs.ToAggregate()))
 	}
 
@@ -345,7 +328,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		// The Deployment is not ours to change. Report it, and return the
 		// error so the Foo is retried with backoff: the name may be freed
 		// by someone we do not watch.
-		if err := c.reportProblem(ctx, foo, samplev1alpha1.ReasonResourceExists, ErrResourceExists, taken.Error()); err != nil {
+		if err := c.reportProblem(ctx, foo, samplev1alpha1.ReasonResourceExists, taken.Error()); err != nil {
 			return err
 		}
 		return taken
@@ -403,10 +386,10 @@ func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.F
 	if err != nil {
 		return nil, err
 	}
-	created, err := deployments.Create(ctx, deployment, metav1.CreateOptions{FieldManager: controllerAgentName})
+	created, err := deployments.Create(ctx, deployment, metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
 	if err == nil {
 		klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
-		c.recorder.Eventf(foo, corev1.EventTypeNormal, SuccessSynced, "Created Deployment %s", created.Name)
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %s", created.Name)
 		return created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -433,12 +416,12 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 	// Force: fields the controller owns are its own, even when someone
 	// changed them by hand since.
 	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
-		metav1.ApplyOptions{FieldManager: controllerAgentName, Force: true})
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
 	if err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, SuccessSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
 	return applied, nil
 }
 
@@ -465,7 +448,7 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 			return err
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
-		c.recorder.Eventf(foo, corev1.EventTypeNormal, SuccessSynced,
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
 			"Deleted Deployment %s: spec.deploymentName is now %s", deployment.Name, foo.Spec.DeploymentName)
 	}
 	return nil
@@ -474,7 +457,7 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 // reportProblem records a problem the user has to resolve: Ready=False with
 // the reason and message in status, and a Warning event the first time this
 // problem is seen, not on every retry.
-func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, reason, eventReason, message string) error {
+func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, reason, message string) error {
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
 	isNew := prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != reason || prev.Message != message
 	if err := c.updateFooStatus(ctx, foo, nil, notReady(reason, message)); err != nil {
@@ -482,7 +465,7 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 	}
 	if isNew {
 		klog.FromContext(ctx).Info("Foo cannot be reconciled", "reason", reason, "message", message)
-		c.recorder.Event(foo, corev1.EventTypeWarning, eventReason, message)
+		c.recorder.Event(foo, corev1.EventTypeWarning, reason, message)
 	}
 	return nil
 }
@@ -522,7 +505,7 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		subresources = []string{"status"}
 	}
 	_, err = c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
-		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: controllerAgentName}, subresources...)
+		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, subresources...)
 	return err
 }
 

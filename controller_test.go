@@ -305,7 +305,7 @@ func TestCreatesDeployment(t *testing.T) {
 		t.Errorf("created Deployment is not controlled by the Foo: %+v", created.OwnerReferences)
 	}
 	if *created.Spec.Replicas != 1 || created.Labels["app"] != "nginx" || created.Labels["controller"] != "test" ||
-		created.Labels[managedByLabel] != managedByValue {
+		created.Labels[samplev1alpha1.LabelManagedBy] != samplev1alpha1.ControllerName {
 		t.Errorf("unexpected Deployment: replicas %d labels %v", *created.Spec.Replicas, created.Labels)
 	}
 	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != containerImage {
@@ -397,8 +397,8 @@ func appliedPatch(t *testing.T, f *fixture) map[string]interface{} {
 			if err := json.Unmarshal(p.GetPatch(), &patch); err != nil {
 				t.Fatal(err)
 			}
-			if opts := p.(core.PatchActionImpl).PatchOptions; opts.FieldManager != controllerAgentName || opts.Force == nil || !*opts.Force {
-				t.Errorf("apply options %+v, want field manager %s and force", opts, controllerAgentName)
+			if opts := p.(core.PatchActionImpl).PatchOptions; opts.FieldManager != samplev1alpha1.ControllerName || opts.Force == nil || !*opts.Force {
+				t.Errorf("apply options %+v, want field manager %s and force", opts, samplev1alpha1.ControllerName)
 			}
 		}
 	}
@@ -457,7 +457,7 @@ func TestUnownedDeploymentIsNeverModified(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
-	f.expectEvents(`Warning ErrResourceExists Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by no Foo)`)
+	f.expectEvents(`Warning ResourceExists Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by no Foo)`)
 	expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonResourceExists)
 
 	// The retry finds the problem reported already: no write, no event, but
@@ -488,7 +488,7 @@ func TestSecondFooForTheSameNameIsRefused(t *testing.T) {
 	}
 	f.expectKubeWrites()
 	f.expectFooWrites("patch foos/status second application/json-patch+json")
-	f.expectEvents(`Warning ErrResourceExists Deployment "first-deployment" already exists and is not managed by this Foo (it is controlled by Foo "first")`)
+	f.expectEvents(`Warning ResourceExists Deployment "first-deployment" already exists and is not managed by this Foo (it is controlled by Foo "first")`)
 
 	if err := f.sync(first); err != nil {
 		t.Fatal(err)
@@ -513,7 +513,7 @@ func TestUncachedNameCollision(t *testing.T) {
 	}
 	f.expectKubeWrites("create deployments test-deployment")
 	f.expectActions("kube", f.kubeclient.Actions(), "create deployments test-deployment", "get deployments test-deployment")
-	f.expectEvents("Warning ErrResourceExists")
+	f.expectEvents("Warning ResourceExists")
 	stored, _ := f.kubeclient.AppsV1().Deployments(d.Namespace).Get(context.Background(), d.Name, metav1.GetOptions{})
 	if stored.Labels["app"] != "someone-elses" || stored.ResourceVersion != d.ResourceVersion {
 		t.Errorf("unowned Deployment was modified: %+v", stored.ObjectMeta)
@@ -526,7 +526,7 @@ func TestUncachedOwnDeploymentIsRelabelled(t *testing.T) {
 	f := newFixture(t)
 	foo := newFoo("test", 1)
 	d := ownedDeployment(t, foo)
-	delete(d.Labels, managedByLabel)
+	delete(d.Labels, samplev1alpha1.LabelManagedBy)
 	f.foos = append(f.foos, withSyncedStatus(foo, d))
 	f.uncachedDeployments = append(f.uncachedDeployments, d)
 
@@ -657,7 +657,7 @@ func TestRenameToTakenNameKeepsOldDeployment(t *testing.T) {
 		t.Fatal("want the ResourceExists error")
 	}
 	f.expectKubeWrites()
-	f.expectEvents("Warning ErrResourceExists")
+	f.expectEvents("Warning ResourceExists")
 }
 
 // A status write that finds the cache stale (409 Conflict) is retried, and

@@ -104,8 +104,8 @@ func TestCRDMatchesTypes(t *testing.T) {
 			t.Errorf("spec.%s = %v, want %v", path, got, want)
 		}
 	}
-	if got := get(t, crd, "metadata", "name"); got != fooCRDName {
-		t.Errorf("metadata.name = %v, want %s", got, fooCRDName)
+	if got := get(t, crd, "metadata", "name"); got != samplev1alpha1.FooCRDName {
+		t.Errorf("metadata.name = %v, want %s", got, samplev1alpha1.FooCRDName)
 	}
 
 	schema := get(t, spec, "versions", "schema", "openAPIV3Schema", "properties")

@@ -30,16 +30,8 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// Labels on every Deployment the controller manages.
+// The single container of the pod template.
 const (
-	// managedByLabel marks the Deployments this controller manages. The
-	// Deployment informer watches only those, so the controller's memory does
-	// not grow with the cluster's other Deployments.
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedByValue = controllerAgentName
-
-	// containerName and containerImage describe the single container of the
-	// pod template.
 	containerName  = "nginx"
 	containerImage = "nginx:latest"
 )
@@ -48,8 +40,8 @@ const (
 // selector. A Deployment's selector cannot change, so neither may these.
 func podLabels(foo *samplev1alpha1.Foo) map[string]string {
 	return map[string]string{
-		"app":        "nginx",
-		"controller": foo.Name,
+		samplev1alpha1.LabelApp:        "nginx",
+		samplev1alpha1.LabelController: foo.Name,
 	}
 }
 
@@ -61,7 +53,7 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfigurati
 	labels := podLabels(foo)
 	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
 		WithLabels(labels).
-		WithLabels(map[string]string{managedByLabel: managedByValue}).
+		WithLabels(map[string]string{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
 			WithKind("Foo").

@@ -22,6 +22,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 func TestDeploymentDrift(t *testing.T) {
@@ -39,7 +41,7 @@ func TestDeploymentDrift(t *testing.T) {
 			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
 		}, ""},
 		"replicas":          {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
-		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, managedByLabel) }, "labels"},
+		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, "labels"},
 		"label changed":     {func(d *appsv1.Deployment) { d.Labels["app"] = "other" }, "labels"},
 		"selector":          {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
 		"template label":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "app") }, "template labels"},

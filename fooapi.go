@@ -22,18 +22,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 
-	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
-
-// fooCRDName is the CustomResourceDefinition that serves the Foo API.
-const fooCRDName = "foos." + samplecontroller.GroupName
 
 // errFooAPIMissing is the answer when the cluster does not serve Foos: without
 // this check the informer would retry its list forever and the controller
 // would wait for a cache that never syncs.
 var errFooAPIMissing = fmt.Errorf("the Foo API is not served by this cluster: CustomResourceDefinition %s is not installed; "+
-	"install it with: kubectl apply -f artifacts/examples/crd.yaml", fooCRDName)
+	"install it with: kubectl apply -f artifacts/examples/crd.yaml", samplev1alpha1.FooCRDName)
 
 // discoverFooAPI asks the API server's discovery whether Foos are served and
 // whether the CRD enables the status subresource, which decides how status is

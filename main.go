@@ -38,6 +38,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
 	"k8s.io/klog/v2"
 
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/signals"
@@ -78,7 +79,7 @@ func addFlags(fs *flag.FlagSet) *options {
 	le := &o.leaderElection
 	fs.BoolVar(&le.enabled, "leader-elect", true, "Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
 	fs.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaderElectionNamespace(), "Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
-	fs.StringVar(&le.id, "leader-elect-id", controllerAgentName, "Name of the leader election Lease.")
+	fs.StringVar(&le.id, "leader-elect-id", samplev1alpha1.ControllerName, "Name of the leader election Lease.")
 	fs.DurationVar(&le.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
 	fs.DurationVar(&le.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew its Lease before it gives up leadership and exits. Less than the lease duration.")
 	fs.DurationVar(&le.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
@@ -148,7 +149,7 @@ func run(ctx context.Context, o *options) error {
 	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = labels.SelectorFromSet(labels.Set{managedByLabel: managedByValue}).String()
+			lo.LabelSelector = labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
 		}),
 		kubeinformers.WithTransform(dropManagedFields))
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
@@ -216,7 +217,7 @@ func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS = float32(o.kubeAPIQPS)
 	sample.Burst = o.kubeAPIBurst
-	sample.UserAgent = controllerAgentName
+	sample.UserAgent = samplev1alpha1.ControllerName
 	kube = rest.CopyConfig(sample)
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

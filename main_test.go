@@ -24,6 +24,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // The defaults a user gets, and the command line parsed into options.
@@ -54,7 +56,7 @@ func TestClientConfigs(t *testing.T) {
 	base := &rest.Config{Host: "https://example.invalid"}
 	sample, kube := clientConfigs(base, o)
 	for _, cfg := range []*rest.Config{sample, kube} {
-		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != controllerAgentName || cfg.Host != base.Host {
+		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != samplev1alpha1.ControllerName || cfg.Host != base.Host {
 			t.Errorf("config %+v", cfg)
 		}
 	}

@@ -62,7 +62,7 @@ func TestCore(t *testing.T) {
 	// A cluster reused from an earlier, interrupted run (E2E_KUBECONFIG) may
 	// hold what this test creates. Removing the CRD removes every Foo, and
 	// the garbage collector their Deployments.
-	if _, err := crds(t).Get(ctx, fooCRDName, metav1.GetOptions{}); err == nil {
+	if _, err := crds(t).Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{}); err == nil {
 		t.Logf("the Foo CRD exists already; deleting it so that scenario a installs it as a user does")
 		deleteCRD(t)
 	}
@@ -107,10 +107,10 @@ func TestCore(t *testing.T) {
 
 	step("a_kubectl_create_crd_and_example_foo", func(t *testing.T) {
 		out := kubectl(t, "create", "-f", crdManifest)
-		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+fooCRDName+" created") {
+		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+samplev1alpha1.FooCRDName+" created") {
 			t.Fatalf("kubectl create -f %s: %s", crdManifest, out)
 		}
-		kubectl(t, "wait", "--for=condition=Established", "crd/"+fooCRDName, "--timeout=60s")
+		kubectl(t, "wait", "--for=condition=Established", "crd/"+samplev1alpha1.FooCRDName, "--timeout=60s")
 		// The controller reads discovery once, at start.
 		waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
 
@@ -149,8 +149,8 @@ func TestCore(t *testing.T) {
 		if !strings.Contains(out, "foo.samplecontroller.k8s.io/"+fooName+" condition met") {
 			t.Fatalf("kubectl wait: %s", out)
 		}
-		waitEvent(t, foo, eventSynced)
-		if e := expectOneEvent(t, foo, corev1.EventTypeNormal, eventSynced); e.Message != "Created Deployment "+fooName {
+		waitEvent(t, foo, samplev1alpha1.ReasonSynced)
+		if e := expectOneEvent(t, foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced); e.Message != "Created Deployment "+fooName {
 			t.Fatalf("Synced event message %q, want %q", e.Message, "Created Deployment "+fooName)
 		}
 	})
@@ -162,7 +162,7 @@ func TestCore(t *testing.T) {
 		if foo.Status.AvailableReplicas != 3 {
 			t.Fatalf("status.availableReplicas %d, want 3", foo.Status.AvailableReplicas)
 		}
-		waitEventCount(t, foo, eventSynced, "Updated Deployment "+fooName+": replicas", 1)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": replicas", 1)
 		d, err := deployments.Get(ctx, fooName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestCore(t *testing.T) {
 			return true, nil
 		})
 		// The same event as for the change to 3 in b, now seen twice.
-		waitEventCount(t, foo, eventSynced, "Updated Deployment "+fooName+": replicas", 2)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": replicas", 2)
 		deployment = waitManagedDeployment(t, ns, fooName, foo)
 		if deployment.UID != before.UID {
 			t.Fatalf("Deployment replaced (uid %s, was %s); want it updated in place", deployment.UID, before.UID)
@@ -217,7 +217,7 @@ func TestCore(t *testing.T) {
 		})
 		t.Logf("Deployment recreated: uid %s (was %s)", deployment.UID, old.UID)
 		// The same event as for the first creation in a, now seen twice.
-		waitEventCount(t, foo, eventSynced, "Created Deployment "+fooName, 2)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Created Deployment "+fooName, 2)
 		foo = waitFooReady(t, ns, fooName)
 	})
 
@@ -268,11 +268,11 @@ func TestCore(t *testing.T) {
 		if msg := readyCondition(rival).Message; !strings.Contains(msg, `Deployment "`+takenName+`" already exists`) {
 			t.Fatalf("Ready message %q does not name the Deployment", msg)
 		}
-		waitEvent(t, rival, eventResourceExists)
+		waitEvent(t, rival, samplev1alpha1.ReasonResourceExists)
 		// The controller keeps retrying with backoff; the event must still
 		// be the one recorded the first time.
-		consistently(t, 5*time.Second, "exactly one ErrResourceExists event", func(ctx context.Context) error {
-			events, err := fooEvents(ctx, ns, string(rival.UID), eventResourceExists)
+		consistently(t, 5*time.Second, "exactly one ResourceExists event", func(ctx context.Context) error {
+			events, err := fooEvents(ctx, ns, string(rival.UID), samplev1alpha1.ReasonResourceExists)
 			if err != nil {
 				return err
 			}
@@ -281,11 +281,11 @@ func TestCore(t *testing.T) {
 			}
 			return nil
 		})
-		e := expectOneEvent(t, rival, corev1.EventTypeWarning, eventResourceExists)
+		e := expectOneEvent(t, rival, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
 		if e.Message != readyCondition(rival).Message {
 			t.Fatalf("event message %q, want the Ready message %q", e.Message, readyCondition(rival).Message)
 		}
-		if events, _ := fooEvents(ctx, ns, string(rival.UID), eventSynced); len(events) != 0 {
+		if events, _ := fooEvents(ctx, ns, string(rival.UID), samplev1alpha1.ReasonSynced); len(events) != 0 {
 			t.Fatalf("Synced events on the refused Foo: %s", describeEvents(events))
 		}
 
@@ -333,7 +333,7 @@ func TestCore(t *testing.T) {
 			return reconciles(samples, "success") >= 1, nil
 		})
 
-		list, err := deployments.List(ctx, metav1.ListOptions{LabelSelector: controllerLabel + "=" + fooName})
+		list, err := deployments.List(ctx, metav1.ListOptions{LabelSelector: samplev1alpha1.LabelController + "=" + fooName})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +344,7 @@ func TestCore(t *testing.T) {
 			}
 		}
 		if len(list.Items) != 1 || len(controlled) != 1 {
-			t.Fatalf("%d Deployments labelled %s=%s, %d controlled by the Foo (%v); want exactly one", len(list.Items), controllerLabel, fooName, len(controlled), controlled)
+			t.Fatalf("%d Deployments labelled %s=%s, %d controlled by the Foo (%v); want exactly one", len(list.Items), samplev1alpha1.LabelController, fooName, len(controlled), controlled)
 		}
 		if got := list.Items[0]; got.UID != deployment.UID || checkManagedDeployment(&got, foo) != nil {
 			t.Fatalf("Deployment after restart: uid %s (was %s): %v", got.UID, deployment.UID, checkManagedDeployment(&got, foo))

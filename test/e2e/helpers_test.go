@@ -49,23 +49,10 @@ import (
 )
 
 const (
-	// fooCRDName is the CRD that serves Foos.
-	fooCRDName = "foos.samplecontroller.k8s.io"
 	// crdManifest and exampleFooManifest are the files a user applies,
 	// relative to the repository root (kubectl runs there).
 	crdManifest        = "artifacts/examples/crd.yaml"
 	exampleFooManifest = "artifacts/examples/example-foo.yaml"
-
-	// Labels the controller puts on the Deployments it manages.
-	controllerLabel = "controller"
-	managedByLabel  = "app.kubernetes.io/managed-by"
-	// fieldManager is the controller's field manager (and event source).
-	fieldManager = "sample-controller"
-
-	// Event reasons the controller records on Foos.
-	eventSynced         = "Synced"
-	eventResourceExists = "ErrResourceExists"
-	eventInvalidSpec    = "InvalidSpec"
 
 	// nodeName is the fake node of hack/local-up.sh.
 	nodeName = "kwok-node-0"
@@ -111,8 +98,8 @@ func standardCRD(t *testing.T) *unstructured.Unstructured {
 	if err := crd.UnmarshalJSON(js); err != nil {
 		t.Fatal(err)
 	}
-	if crd.GetName() != fooCRDName {
-		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), fooCRDName)
+	if crd.GetName() != samplev1alpha1.FooCRDName {
+		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplev1alpha1.FooCRDName)
 	}
 	return crd
 }
@@ -138,7 +125,7 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 	client := crds(t)
 	eventually(t, 2*convergeTimeout, "the Foo CRD to be written", func(ctx context.Context) (bool, error) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			current, err := client.Get(ctx, fooCRDName, metav1.GetOptions{})
+			current, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				_, err = client.Create(ctx, desired.DeepCopy(), metav1.CreateOptions{})
 				return err
@@ -147,7 +134,7 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 				return err
 			}
 			if current.GetDeletionTimestamp() != nil {
-				return fmt.Errorf("CRD %s is being deleted", fooCRDName)
+				return fmt.Errorf("CRD %s is being deleted", samplev1alpha1.FooCRDName)
 			}
 			updated := current.DeepCopy()
 			updated.Object["spec"] = desired.DeepCopy().Object["spec"]
@@ -171,12 +158,12 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 func deleteCRD(t *testing.T) {
 	t.Helper()
 	client := crds(t)
-	err := client.Delete(context.Background(), fooCRDName, metav1.DeleteOptions{})
+	err := client.Delete(context.Background(), samplev1alpha1.FooCRDName, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	eventually(t, 2*convergeTimeout, "the Foo CRD to be gone", func(ctx context.Context) (bool, error) {
-		_, err := client.Get(ctx, fooCRDName, metav1.GetOptions{})
+		_, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -191,7 +178,7 @@ func waitCRDEstablished(t *testing.T) {
 	t.Helper()
 	client := crds(t)
 	eventually(t, convergeTimeout, "the Foo CRD to be Established", func(ctx context.Context) (bool, error) {
-		crd, err := client.Get(ctx, fooCRDName, metav1.GetOptions{})
+		crd, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -462,14 +449,14 @@ func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 	if err := checkControlledBy(d, foo); err != nil {
 		return err
 	}
-	wantLabels := map[string]string{"app": "nginx", controllerLabel: foo.Name, managedByLabel: fieldManager}
+	wantLabels := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelController: foo.Name, samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}
 	for k, v := range wantLabels {
 		if d.Labels[k] != v {
 			return fmt.Errorf("Deployment %s label %s=%q, want %q (labels %v)", d.Name, k, d.Labels[k], v, d.Labels)
 		}
 	}
 	if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) != 2 ||
-		d.Spec.Selector.MatchLabels["app"] != "nginx" || d.Spec.Selector.MatchLabels[controllerLabel] != foo.Name {
+		d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplev1alpha1.LabelController] != foo.Name {
 		return fmt.Errorf("Deployment %s selector %v", d.Name, d.Spec.Selector)
 	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != specReplicas(foo) {
@@ -564,7 +551,7 @@ func managers(obj metav1.Object) []string {
 // touchedByController reports whether the controller ever wrote the object.
 func touchedByController(obj metav1.Object) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == fieldManager {
+		if mf.Manager == samplev1alpha1.ControllerName {
 			return true
 		}
 	}
@@ -647,8 +634,8 @@ func expectOneEvent(t *testing.T, foo *samplev1alpha1.Foo, eventType, reason str
 		t.Fatalf("Foo %s: %d %s events, want exactly 1: %s", foo.Name, len(events), reason, describeEvents(events))
 	}
 	e := events[0]
-	if e.Type != eventType || e.Count != 1 || e.Source.Component != fieldManager {
-		t.Fatalf("Foo %s: event %s, want type %s, count 1, source %s", foo.Name, describeEvents(events), eventType, fieldManager)
+	if e.Type != eventType || e.Count != 1 || e.Source.Component != samplev1alpha1.ControllerName {
+		t.Fatalf("Foo %s: event %s, want type %s, count 1, source %s", foo.Name, describeEvents(events), eventType, samplev1alpha1.ControllerName)
 	}
 	return e
 }
@@ -669,7 +656,7 @@ func waitEventCount(t *testing.T, foo *samplev1alpha1.Foo, reason, message strin
 				matching = append(matching, e)
 			}
 		}
-		if len(matching) != 1 || matching[0].Count != count || matching[0].Source.Component != fieldManager {
+		if len(matching) != 1 || matching[0].Count != count || matching[0].Source.Component != samplev1alpha1.ControllerName {
 			return false, fmt.Errorf("events %s", describeEvents(events))
 		}
 		return true, nil

@@ -91,7 +91,7 @@ func testDeployArtifacts(t *testing.T) {
 
 	out := applyDeployArtifacts(t)
 	for _, object := range []string{
-		"customresourcedefinition.apiextensions.k8s.io/" + fooCRDName,
+		"customresourcedefinition.apiextensions.k8s.io/" + samplev1alpha1.FooCRDName,
 		"namespace/" + deployNamespace,
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
@@ -340,7 +340,7 @@ func testServiceAccountToken(t *testing.T) {
 	foo := createFoo(t, newFoo(ns, "sa-foo", "sa-foo", int32p(2)))
 	foo = waitFooReady(t, ns, foo.Name)
 	waitManagedDeployment(t, ns, foo.Spec.DeploymentName, foo)
-	waitEvent(t, foo, eventSynced) // events are written with the token too
+	waitEvent(t, foo, samplev1alpha1.ReasonSynced) // events are written with the token too
 
 	// A periodic renewal (every -leader-elect-retry-period, 2 s) after the
 	// acquisition: update is allowed.
@@ -881,7 +881,7 @@ func testSIGTERMWithBacklog(t *testing.T) {
 		if samples, err = framework.ScrapeURL(ctx, c.MetricsURL()); err != nil {
 			return false, err
 		}
-		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: managedByLabel + "=" + fieldManager})
+		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: samplev1alpha1.LabelManagedBy + "=" + samplev1alpha1.ControllerName})
 		if err != nil {
 			return false, err
 		}

@@ -61,8 +61,8 @@ func TestReconcile_1_ZeroWritesAtRest(t *testing.T) {
 		rv["deployment/"+d.Name] = d.ResourceVersion
 		// Events go out asynchronously: the last write of the roll-out is
 		// the one "Created Deployment" event per Foo.
-		waitEvent(t, foo, eventSynced)
-		expectOneEvent(t, foo, corev1.EventTypeNormal, eventSynced)
+		waitEvent(t, foo, samplev1alpha1.ReasonSynced)
+		expectOneEvent(t, foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced)
 	}
 
 	before := scrape(t, c)
@@ -164,7 +164,7 @@ func TestReconcile_2_DriftRepair(t *testing.T) {
 			return err
 		}
 		d.Spec.Template.Spec.Containers[0].Image = foreignImage
-		delete(d.Labels, controllerLabel)
+		delete(d.Labels, samplev1alpha1.LabelController)
 		d.Labels["team"] = "payments"
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
@@ -176,7 +176,7 @@ func TestReconcile_2_DriftRepair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[controllerLabel] != "" {
+	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[samplev1alpha1.LabelController] != "" {
 		t.Fatalf("the hand edit did not stick: %+v", edited.ObjectMeta.Labels)
 	}
 
@@ -198,7 +198,7 @@ func TestReconcile_2_DriftRepair(t *testing.T) {
 		repaired = d
 		return true, nil
 	})
-	waitEventCount(t, foo, eventSynced, "Updated Deployment drift: labels, container nginx", 1)
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
 	waitFooReady(t, ns, foo.Name)
 
 	// Repaired once (one apply, one event), and no tug of war afterwards.
@@ -226,7 +226,7 @@ func TestReconcile_2_DriftRepair(t *testing.T) {
 		}
 		return nil
 	})
-	waitEventCount(t, foo, eventSynced, "Updated Deployment drift: labels, container nginx", 1)
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
 	settled, err := getDeployment(context.Background(), ns, "drift")
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestReconcile_5_ControllerSideValidation(t *testing.T) {
 	if !strings.Contains(msg, "spec.deploymentName") || !strings.Contains(msg, "Bad_Name") {
 		t.Errorf("Ready message %q does not name spec.deploymentName and its value", msg)
 	}
-	waitEvent(t, foo, eventInvalidSpec)
+	waitEvent(t, foo, samplev1alpha1.ReasonInvalidSpec)
 	before := scrape(t, c)
 	// Measured over a window: a Foo requeued with backoff would fail again
 	// within it (the retries of the first seconds come at 1.3 s, 2.6 s).
@@ -416,7 +416,7 @@ func TestReconcile_5_ControllerSideValidation(t *testing.T) {
 		}
 		return nil
 	})
-	e := expectOneEvent(t, foo, corev1.EventTypeWarning, eventInvalidSpec)
+	e := expectOneEvent(t, foo, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
 	if e.Message != msg {
 		t.Errorf("event message %q, want the Ready message %q", e.Message, msg)
 	}
@@ -448,7 +448,7 @@ func TestReconcile_6_OwnershipAndLifecycle(t *testing.T) {
 		waitManagedDeployment(t, ns, "deploy-b", foo)
 		waitDeploymentGone(t, ns, "deploy-a")
 		waitFooReady(t, ns, foo.Name)
-		waitEventCount(t, foo, eventSynced, "Deleted Deployment deploy-a: spec.deploymentName is now deploy-b", 1)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Deleted Deployment deploy-a: spec.deploymentName is now deploy-b", 1)
 	})
 
 	t.Run("two_foos_one_name", func(t *testing.T) {
@@ -462,7 +462,7 @@ func TestReconcile_6_OwnershipAndLifecycle(t *testing.T) {
 		if msg := readyCondition(second).Message; !strings.Contains(msg, `Deployment "shared" already exists`) || !strings.Contains(msg, `Foo "first"`) {
 			t.Errorf("Ready message %q does not name the Deployment and its Foo", msg)
 		}
-		waitEvent(t, second, eventResourceExists)
+		waitEvent(t, second, samplev1alpha1.ReasonResourceExists)
 
 		// The refused Foo is retried with exponential backoff (5 ms
 		// doubling). After its 12th failed sync the next retry is 10 s
@@ -482,7 +482,7 @@ func TestReconcile_6_OwnershipAndLifecycle(t *testing.T) {
 		if d.UID != original.UID || checkManagedDeployment(d, first) != nil {
 			t.Fatalf("the first Foo lost its Deployment: uid %s (was %s): %v", d.UID, original.UID, checkManagedDeployment(d, first))
 		}
-		expectOneEvent(t, second, corev1.EventTypeWarning, eventResourceExists)
+		expectOneEvent(t, second, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
 
 		deleteFoo(t, ns, first.Name)
 		freed := time.Now()
@@ -503,7 +503,7 @@ func TestReconcile_6_OwnershipAndLifecycle(t *testing.T) {
 			t.Fatalf("not recreated")
 		}
 		waitFooReady(t, ns, second.Name)
-		expectOneEvent(t, second, corev1.EventTypeWarning, eventResourceExists)
+		expectOneEvent(t, second, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
 	})
 }
 
@@ -564,13 +564,13 @@ func TestReconcile_7_CachesOnlyWhatItManages(t *testing.T) {
 		if msg := readyCondition(colliding[i]).Message; msg != want {
 			t.Errorf("Foo %s Ready message %q, want %q", foo.Name, msg, want)
 		}
-		waitEvent(t, foo, eventResourceExists)
+		waitEvent(t, foo, samplev1alpha1.ReasonResourceExists)
 	}
 	// Each is retried with backoff meanwhile; each problem is reported once.
-	consistently(t, 2*time.Second, "one ErrResourceExists event per Foo", func(ctx context.Context) error {
+	consistently(t, 2*time.Second, "one ResourceExists event per Foo", func(ctx context.Context) error {
 		var problems []string
 		for _, foo := range colliding {
-			events, err := fooEvents(ctx, ns, string(foo.UID), eventResourceExists)
+			events, err := fooEvents(ctx, ns, string(foo.UID), samplev1alpha1.ReasonResourceExists)
 			if err != nil {
 				return err
 			}
@@ -599,7 +599,7 @@ func TestReconcile_7_CachesOnlyWhatItManages(t *testing.T) {
 		case d.ResourceVersion != was.ResourceVersion || !equality.Semantic.DeepEqual(d.Spec, was.Spec) ||
 			!equality.Semantic.DeepEqual(d.Labels, was.Labels):
 			t.Errorf("Deployment %s changed: resourceVersion %s (was %s), managers %v", d.Name, d.ResourceVersion, was.ResourceVersion, managers(&d))
-		case len(d.OwnerReferences) != 0 || touchedByController(&d) || d.Labels[managedByLabel] != "":
+		case len(d.OwnerReferences) != 0 || touchedByController(&d) || d.Labels[samplev1alpha1.LabelManagedBy] != "":
 			t.Errorf("Deployment %s touched by the controller: owners %+v, managers %v, labels %v", d.Name, d.OwnerReferences, managers(&d), d.Labels)
 		}
 	}
@@ -714,7 +714,7 @@ func TestReconcile_9_MissingCRDAtStart(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("exit code 0 without the Foo CRD; log:\n%s", framework.Trim(log, 3000))
 	}
-	for _, want := range []string{fooCRDName, "kubectl apply -f " + crdManifest} {
+	for _, want := range []string{samplev1alpha1.FooCRDName, "kubectl apply -f " + crdManifest} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log does not mention %q:\n%s", want, framework.Trim(log, 3000))
 		}

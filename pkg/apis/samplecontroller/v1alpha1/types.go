@@ -75,23 +75,6 @@ type FooStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// Ready condition: its type and the reasons it carries.
-const (
-	// ConditionReady is True when the Deployment has rolled out with all the
-	// requested replicas available.
-	ConditionReady = "Ready"
-
-	// ReasonAvailable: the Deployment is rolled out and fully available.
-	ReasonAvailable = "Available"
-	// ReasonProgressing: the Deployment is rolling out or scaling.
-	ReasonProgressing = "Progressing"
-	// ReasonResourceExists: a Deployment with the requested name exists and is
-	// not controlled by this Foo.
-	ReasonResourceExists = "ResourceExists"
-	// ReasonInvalidSpec: the spec cannot be acted on; the message says why.
-	ReasonInvalidSpec = "InvalidSpec"
-)
-
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // FooList is a list of Foos.

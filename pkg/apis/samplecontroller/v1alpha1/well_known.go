@@ -1,0 +1,70 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+
+// The words the sample-controller writes into the cluster: its name, the
+// labels on the Deployments it manages, and the condition and reasons it
+// reports on Foos. They are part of the API a user (and a test) relies on, so
+// they are defined here, once, like the well-known labels of k8s.io/api.
+
+// ControllerName is the controller's name wherever it signs what it writes:
+// the field manager of its writes, the source of its events, its user agent,
+// and the value of LabelManagedBy.
+const ControllerName = "sample-controller"
+
+// FooCRDName is the CustomResourceDefinition that serves the Foo API.
+const FooCRDName = "foos." + samplecontroller.GroupName
+
+// Labels on every Deployment the controller manages, and on its pods.
+const (
+	// LabelManagedBy, set to ControllerName, marks the Deployments the
+	// controller manages. It watches only those, so its memory does not grow
+	// with the cluster's other Deployments.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelApp and LabelController select a Foo's pods: LabelApp is always
+	// "nginx", LabelController is the Foo's name. A Deployment's selector
+	// cannot change, so neither may these.
+	LabelApp        = "app"
+	LabelController = "controller"
+)
+
+// ConditionReady is the one condition of a Foo: True when its Deployment has
+// rolled out with all the requested replicas available.
+const ConditionReady = "Ready"
+
+// Reasons, one vocabulary for the Ready condition and for events: a problem
+// the user has to resolve is both the reason of Ready=False and the reason of
+// one Warning event, as the ReplicaSet controller's FailedCreate is.
+const (
+	// ReasonAvailable (condition): the Deployment is rolled out and fully
+	// available.
+	ReasonAvailable = "Available"
+	// ReasonProgressing (condition): the Deployment is rolling out or
+	// scaling.
+	ReasonProgressing = "Progressing"
+	// ReasonResourceExists (condition, Warning event): a Deployment with the
+	// requested name exists and is not controlled by this Foo.
+	ReasonResourceExists = "ResourceExists"
+	// ReasonInvalidSpec (condition, Warning event): the spec cannot be acted
+	// on; the message says why.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSynced (Normal event): the controller created, updated or
+	// deleted the Foo's Deployment to match the Foo.
+	ReasonSynced = "Synced"
+)
