@@ -21,6 +21,17 @@ limitations under the License.
 // kube-scheduler, kwok) for the whole suite, and the controller built and run
 // as a separate process, driven with client-go and kubectl.
 //
+// Each file holds the tests of one contract (walkthrough_test.go is the
+// README's story; drift_test.go, rbac_test.go, leader_election_test.go, ...),
+// and each test is named for what it proves. Shared helpers are in
+// helpers_test.go and helpers_<topic>_test.go; a helper only one file uses
+// lives in that file. A test creates its own namespace and runs its own
+// controller, confined to that namespace and without leader election
+// (controllerArgs), unless what it proves needs otherwise. The tests run one
+// at a time and in any order: those that change or delete the Foo CRD put
+// artifacts/examples/crd.yaml back when they end, and the others install it
+// if it is missing (ensureStandardCRD).
+//
 // Run it with "make test" (everything) or "make e2e". Set E2E_KUBECONFIG to
 // run against a cluster you started yourself with hack/local-up.sh.
 package e2e
