@@ -132,15 +132,24 @@ func newNamespace(t *testing.T, prefix string) string {
 // is still running) when the test ends; on failure its log is printed.
 func startController(t *testing.T, name string, args ...string) *framework.Controller {
 	t.Helper()
-	name = strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + name)
+	return startControllerFor(t, t, name, args...)
+}
+
+// startControllerFor is startController for a controller that the (sub)test
+// t starts and that runs until owner ends, e.g. one a subtest of a sequential
+// test starts and the later subtests use. Failures to start it fail t: only
+// the goroutine of t may stop t.
+func startControllerFor(owner, t *testing.T, name string, args ...string) *framework.Controller {
+	t.Helper()
+	name = strings.NewReplacer("/", "_", " ", "_").Replace(owner.Name() + "-" + name)
 	c, err := cluster.StartController(controllerBin, logDir, name, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		c.Kill()
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
+		if owner.Failed() {
+			owner.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
 		}
 	})
 	return c

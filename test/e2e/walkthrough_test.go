@@ -85,19 +85,9 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	// The controller outlives the subtest that starts it, so it is stopped
 	// when the walkthrough ends, not the subtest.
-	startCoreController := func(st *testing.T, name string) *framework.Controller {
+	startWalkthroughController := func(st *testing.T, name string) *framework.Controller {
 		st.Helper()
-		c, err := cluster.StartController(controllerBin, logDir, t.Name()+"-"+name, "-leader-elect=false")
-		if err != nil {
-			st.Fatal(err)
-		}
-		t.Cleanup(func() {
-			c.Kill()
-			if t.Failed() {
-				t.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
-			}
-		})
-		return c
+		return startControllerFor(t, st, name, "-leader-elect=false")
 	}
 
 	var (
@@ -120,7 +110,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		// The controller reads discovery once, at start.
 		waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
 
-		controller = startCoreController(t, "controller")
+		controller = startWalkthroughController(t, "controller")
 		waitControllerReady(t, controller)
 
 		out = kubectl(t, "create", "-f", exampleFooManifest)
@@ -331,7 +321,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 		t.Logf("controller exited with 0, %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 
-		controller = startCoreController(t, "controller-restarted")
+		controller = startWalkthroughController(t, "controller-restarted")
 		waitControllerReady(t, controller)
 		eventually(t, convergeTimeout, "the restarted controller to sync the Foo", func(ctx context.Context) (bool, error) {
 			samples, err := framework.ScrapeURL(ctx, controller.MetricsURL())
