@@ -32,7 +32,7 @@ import (
 
 // -namespace confines the controller; -workers and the client limits
 // are taken.
-func TestNamespaceFlagConfinesAndWorkersFlagApplies(t *testing.T) {
+func TestNamespaceFlagConfinesControllerAndWorkersFlagApplies(t *testing.T) {
 	watched := newNamespace(t, "flags-watched")
 	ignored := newNamespace(t, "flags-ignored")
 	ensureStandardCRD(t)

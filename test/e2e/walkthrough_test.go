@@ -41,10 +41,11 @@ import (
 // repository root (kubectl runs there).
 const exampleFooManifest = "artifacts/examples/example-foo.yaml"
 
-// TestReadmeWalkthrough walks through the README as a user does, in the default
-// namespace with artifacts/examples/example-foo.yaml, one controller for the
-// whole cluster (no -namespace), and then the controller's life cycle. The
-// subtests run in order and share example-foo; one failing stops the rest.
+// TestReadmeWalkthrough walks through the README as a user does, in the
+// default namespace with artifacts/examples/example-foo.yaml, one controller
+// for the whole cluster (no -namespace), and then the controller's life
+// cycle. The subtests run in order and share example-foo; one failing stops
+// the rest.
 func TestReadmeWalkthrough(t *testing.T) {
 	const (
 		ns      = metav1.NamespaceDefault
