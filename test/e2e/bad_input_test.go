@@ -36,16 +36,6 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// rawFooManifest is a Foo with the given spec, verbatim YAML indented under
-// "spec:"; with spec "" the Foo has no spec at all.
-func rawFooManifest(ns, name, spec string) string {
-	m := fmt.Sprintf("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
-	if spec != "" {
-		m += "spec:\n  " + strings.ReplaceAll(strings.TrimSpace(spec), "\n", "\n  ") + "\n"
-	}
-	return m
-}
-
 func TestInvalidFoosAreRejectedAtAdmission(t *testing.T) {
 	ns := newNamespace(t, "bad-input")
 	ensureStandardCRD(t)

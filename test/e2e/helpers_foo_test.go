@@ -23,6 +23,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,16 @@ func newFoo(ns, name, depName string, replicas *int32) *samplev1alpha1.Foo {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       samplev1alpha1.FooSpec{DeploymentName: depName, Replicas: replicas},
 	}
+}
+
+// rawFooManifest is a Foo with the given spec, verbatim YAML indented under
+// "spec:"; with spec "" the Foo has no spec at all.
+func rawFooManifest(ns, name, spec string) string {
+	m := fmt.Sprintf("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
+	if spec != "" {
+		m += "spec:\n  " + strings.ReplaceAll(strings.TrimSpace(spec), "\n", "\n  ") + "\n"
+	}
+	return m
 }
 
 // createFoo creates foo with client-go.

@@ -39,11 +39,11 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
 
 	// Admission rejects what the schema forbids.
-	out := kubectlFails(t, fooManifest(ns, "bad-name", "Bad_Name"), "apply", "-f", "-")
+	out := kubectlFails(t, rawFooManifest(ns, "bad-name", "deploymentName: Bad_Name"), "apply", "-f", "-")
 	if !strings.Contains(out, "spec.deploymentName") {
 		t.Errorf("kubectl apply of deploymentName Bad_Name: error does not mention spec.deploymentName:\n%s", out)
 	}
-	out = kubectlFails(t, fooManifest(ns, "too-many", "too-many", "replicas: 11"), "apply", "-f", "-")
+	out = kubectlFails(t, rawFooManifest(ns, "too-many", "deploymentName: too-many\nreplicas: 11"), "apply", "-f", "-")
 	if !strings.Contains(out, "spec.replicas") {
 		t.Errorf("kubectl apply of replicas 11: error does not mention spec.replicas:\n%s", out)
 	}
@@ -55,7 +55,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 
 	// spec.replicas defaults to 1.
 	const name = "web"
-	if out, err := cluster.Kubectl(fooManifest(ns, name, name), "apply", "-f", "-"); err != nil {
+	if out, err := cluster.Kubectl(rawFooManifest(ns, name, "deploymentName: "+name), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	} else if !strings.Contains(out, "foo.samplecontroller.k8s.io/"+name+" created") {
 		t.Fatalf("kubectl apply: %s", out)
@@ -118,27 +118,4 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 		}
 		return true, nil
 	})
-}
-
-// kubectlFails runs kubectl and fails the test unless kubectl exits
-// non-zero; it returns kubectl's output.
-func kubectlFails(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	out, err := cluster.Kubectl(stdin, args...)
-	if err == nil {
-		t.Fatalf("kubectl %s succeeded, want an error; output:\n%s", strings.Join(args, " "), out)
-	}
-	return out
-}
-
-// fooManifest is a Foo as a user writes it; extraSpec lines (indented by
-// two spaces) are added to the spec.
-func fooManifest(ns, name, deploymentName string, extraSpec ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  deploymentName: %s\n",
-		name, ns, deploymentName)
-	for _, line := range extraSpec {
-		fmt.Fprintf(&b, "  %s\n", line)
-	}
-	return b.String()
 }

@@ -173,3 +173,14 @@ func kubectl(t *testing.T, args ...string) string {
 	}
 	return out
 }
+
+// kubectlFails runs kubectl and fails the test unless kubectl exits
+// non-zero; it returns kubectl's output.
+func kubectlFails(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := cluster.Kubectl(stdin, args...)
+	if err == nil {
+		t.Fatalf("kubectl %s succeeded, want an error; output:\n%s", strings.Join(args, " "), out)
+	}
+	return out
+}
