@@ -139,6 +139,8 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// At start the controller reads the Foo CRD to check it.
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{samplev1alpha1.FooCRDName}, Verbs: []string{"get"}},
 		},
 	}
 	clusterRoles := cluster.Kube.RbacV1().ClusterRoles()

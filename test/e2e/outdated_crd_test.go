@@ -63,6 +63,11 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			discovery: func(r map[string]bool) bool { return r["foos"] && !r["foos/status"] },
 			missing:   "does not enable the status subresource; its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions",
 		},
+		"a CRD without subresources": {
+			edit:      func(v map[string]interface{}) { delete(v, "subresources") },
+			discovery: func(r map[string]bool) bool { return r["foos"] && !r["foos/status"] && !r["foos/scale"] },
+			missing:   "does not enable the status subresource; update it with",
+		},
 		"a CRD without the status fields": {
 			edit:      withClassicStatus,
 			discovery: withSubresources,
