@@ -148,15 +148,17 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = clusterRoles.Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
-	// The controller is confined to ns, so a RoleBinding there is
-	// enough (and goes with the namespace).
-	if _, err := cluster.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
+	// The CRD is cluster-scoped, so only a ClusterRoleBinding grants its
+	// read; -namespace keeps the controller to ns all the same.
+	clusterRoleBindings := cluster.Kube.RbacV1().ClusterRoleBindings()
+	if _, err := clusterRoleBindings.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = clusterRoleBindings.Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
 
 	foo := createFoo(t, newFoo(ns, "waits-for-sync", "waits-for-sync", nil))
 	kubeconfig := serviceAccountKubeconfig(t, ns, sa)

@@ -39,12 +39,20 @@ func TestControllerRefusesInvalidSpecOnceWithoutSchema(t *testing.T) {
 	restoreStandardCRDAtEnd(t)
 
 	// The same CRD with an open schema: no pattern, no bounds, no default.
+	// Status is named and kept whole: the controller refuses at start a CRD
+	// that would prune the status it writes.
 	crd := standardCRD(t)
 	editFooVersion(t, crd, func(v map[string]interface{}) {
 		v["schema"] = map[string]interface{}{
 			"openAPIV3Schema": map[string]interface{}{
 				"type":                                 "object",
 				"x-kubernetes-preserve-unknown-fields": true,
+				"properties": map[string]interface{}{
+					"status": map[string]interface{}{
+						"type":                                 "object",
+						"x-kubernetes-preserve-unknown-fields": true,
+					},
+				},
 			},
 		}
 	})
