@@ -34,7 +34,6 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -76,7 +75,7 @@ type Controller struct {
 	foosSynced         cache.InformerSynced
 
 	// workqueue holds the keys of Foos to sync (see queue.go).
-	workqueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	workqueue *fooQueue
 
 	// prunedStatus remembers, per Foo UID, the last status the API server
 	// pruned (see updateFooStatus): such a write is made and reported once.
@@ -152,6 +151,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
+	wg.Go(func() { c.workqueue.feedBacklog(ctx, backlogLowWaterPerWorker*workers, backlogMaxWait) })
 	for range workers {
 		wg.Go(func() {
 			wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second)

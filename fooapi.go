@@ -68,6 +68,10 @@ func checkFooAPI(ctx context.Context, disco discovery.DiscoveryInterface, client
 
 	data, err := client.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", samplev1alpha1.FooCRDName).
 		SetHeader("Accept", "application/json").DoRaw(ctx)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("the controller may not read CustomResourceDefinition %s, which it checks at start: "+
+			"grant it get on that CRD, as artifacts/deploy/clusterrole.yaml does (%w)", samplev1alpha1.FooCRDName, err)
+	}
 	if err != nil {
 		return fmt.Errorf("reading CustomResourceDefinition %s to check it: %w", samplev1alpha1.FooCRDName, err)
 	}

@@ -53,36 +53,63 @@ func (c *Controller) addEventHandlers(ctx context.Context, fooInformer, deployme
 	}
 
 	klog.FromContext(ctx).Info("Setting up event handlers")
-	// Every change to a Foo, and every periodic resync, queues it. A resync
-	// costs no API writes: a sync writes only what differs.
-	if _, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueFoo,
-		UpdateFunc: func(old, new interface{}) {
-			c.enqueueFoo(new)
-		},
+	if _, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.onFooAdd,
+		UpdateFunc: c.onFooUpdate,
 		DeleteFunc: c.handleFooDelete,
 	}); err != nil {
 		return err
 	}
-	// A change to a Deployment queues the Foo that controls it, so drift is
-	// repaired and status follows the rollout. The handlers work out the Foo
-	// from the Deployment's controller reference; Deployments controlled by
-	// anything else are ignored.
-	_, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.handleObject,
-		UpdateFunc: func(old, new interface{}) {
-			newDepl := new.(*appsv1.Deployment)
-			oldDepl := old.(*appsv1.Deployment)
-			if newDepl.ResourceVersion == oldDepl.ResourceVersion {
-				// A periodic resync delivers the same object again; the
-				// Foo handler's resync already covers it.
-				return
-			}
-			c.handleObject(new)
-		},
+	_, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.onDeploymentAdd,
+		UpdateFunc: c.onDeploymentUpdate,
 		DeleteFunc: c.handleDeploymentDelete,
 	})
 	return err
+}
+
+// Every change to a Foo, and every periodic resync, queues it. A resync costs
+// no API writes: a sync writes only what differs. What a user waits for (a
+// Foo created, or its spec changed: a new generation) goes ahead of the
+// backlog: the initial list, resyncs, and the echoes of status writes.
+
+func (c *Controller) onFooAdd(obj interface{}, isInInitialList bool) {
+	if isInInitialList {
+		c.enqueueFooInBacklog(obj)
+		return
+	}
+	c.enqueueFoo(obj)
+}
+
+func (c *Controller) onFooUpdate(old, new interface{}) {
+	if old.(*samplev1alpha1.Foo).Generation == new.(*samplev1alpha1.Foo).Generation {
+		c.enqueueFooInBacklog(new)
+		return
+	}
+	c.enqueueFoo(new)
+}
+
+// A change to a Deployment queues the Foo that controls it, so drift is
+// repaired and status follows the rollout, ahead of the backlog; the initial
+// list of Deployments goes to the backlog. The handlers work out the Foo from
+// the Deployment's controller reference; Deployments controlled by anything
+// else are ignored.
+
+func (c *Controller) onDeploymentAdd(obj interface{}, isInInitialList bool) {
+	if !isInInitialList {
+		c.handleObject(obj)
+	} else if foo := c.controllingFoo(obj); foo != nil {
+		c.enqueueFooInBacklog(foo)
+	}
+}
+
+func (c *Controller) onDeploymentUpdate(old, new interface{}) {
+	if old.(*appsv1.Deployment).ResourceVersion == new.(*appsv1.Deployment).ResourceVersion {
+		// A periodic resync delivers the same object again; the Foo
+		// handler's resync already covers it.
+		return
+	}
+	c.handleObject(new)
 }
 
 // indexFooByDeploymentName indexes Foos by "namespace/deploymentName".
@@ -130,23 +157,29 @@ func (c *Controller) handleFooDelete(obj interface{}) {
 // object may be a cache.DeletedFinalStateUnknown tombstone, which the
 // informer hands out when it missed a delete while disconnected.
 func (c *Controller) handleObject(obj interface{}) {
+	if foo := c.controllingFoo(obj); foo != nil {
+		c.enqueueFoo(foo)
+	}
+}
+
+// controllingFoo returns the cached Foo that controls the Deployment, or nil.
+func (c *Controller) controllingFoo(obj interface{}) *samplev1alpha1.Foo {
 	object, ok := objectFromTombstone(obj)
 	if !ok {
-		return
+		return nil
 	}
-	logger := klog.FromContext(context.Background())
 	ref := fooControllerRef(object)
 	if ref == nil {
-		return
+		return nil
 	}
 	foo, err := c.foosLister.Foos(object.GetNamespace()).Get(ref.Name)
 	if err != nil || foo.UID != ref.UID {
 		// The controlling Foo is gone (or was replaced by a namesake); the
 		// garbage collector takes care of its Deployment.
-		logger.V(4).Info("Ignoring Deployment whose Foo is gone", "deployment", klog.KObj(object), "foo", ref.Name)
-		return
+		klog.Background().V(4).Info("Ignoring Deployment whose Foo is gone", "deployment", klog.KObj(object), "foo", ref.Name)
+		return nil
 	}
-	c.enqueueFoo(foo)
+	return foo
 }
 
 // handleDeploymentDelete queues the Foo that controlled the deleted

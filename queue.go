@@ -28,31 +28,132 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// newFooQueue returns the queue of Foo keys to sync. Only keys are queued,
-// never objects: a worker reads the latest state from the cache when it gets
-// to the key. The queue never holds a key twice, so many events for one Foo
-// cost one sync, and never hands one key to two workers at once.
+// fooQueue holds the keys of Foos to sync. Only keys are queued, never
+// objects: a worker reads the latest state from the cache when it gets to the
+// key.
+//
+// It is two client-go queues. Workers take from the first, the rate-limited
+// queue: it never holds a key twice, so many events for one Foo cost one
+// sync, never hands one key to two workers at once, and delays retries. The
+// second, the backlog, holds the keys queued in bulk, by the informers'
+// initial list and periodic resyncs: thousands at once after a start or a
+// failover. A feeder moves them into the first queue only while it is
+// nearly empty, so a Foo a user just created or changed is synced next, not
+// after the whole backlog. The feeder also moves one backlog key every
+// backlogMaxWait whatever the other queue holds: fresh changes cannot
+// starve the backlog.
+//
+// A key in both queues is synced twice; the second sync finds nothing to
+// do and makes no API call.
+type fooQueue struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+	backlog workqueue.TypedInterface[cache.ObjectName]
+	// taken is signalled each time a worker takes a key: there may be room
+	// for backlog keys now.
+	taken chan struct{}
+}
+
+// Tuning of the backlog feeder.
+const (
+	// backlogLowWater: backlog keys are moved while fewer than this many
+	// keys wait for a worker. A few per worker keeps every worker busy
+	// without letting the backlog crowd out what comes next.
+	backlogLowWaterPerWorker = 2
+	// backlogMaxWait: the longest a backlog key waits behind fresh ones.
+	backlogMaxWait = time.Second
+)
+
+// newFooQueue returns an empty queue.
 //
 // Retries back off per Foo from 5 ms to 1000 s; all retries together are
 // held to 50 per second (bursts of 300) so a failing API cannot turn the
 // queue into a storm. Fresh events are not rate limited.
-func newFooQueue() workqueue.TypedRateLimitingInterface[cache.ObjectName] {
+func newFooQueue() *fooQueue {
 	rateLimiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 1000*time.Second),
 		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
 	)
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "foo"})
+	return &fooQueue{
+		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "foo"}),
+		backlog: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Name: "foo_backlog"}),
+		taken:   make(chan struct{}, 1),
+	}
 }
 
-// enqueueFoo queues a Foo's key.
+// AddToBacklog queues a key behind every fresh one.
+func (q *fooQueue) AddToBacklog(key cache.ObjectName) {
+	q.backlog.Add(key)
+}
+
+// Get takes the next key for a worker, as the rate-limited queue's Get does.
+func (q *fooQueue) Get() (cache.ObjectName, bool) {
+	key, shutdown := q.TypedRateLimitingInterface.Get()
+	select {
+	case q.taken <- struct{}{}:
+	default: // the feeder has a signal pending already
+	}
+	return key, shutdown
+}
+
+// ShutDown stops both queues.
+func (q *fooQueue) ShutDown() {
+	q.backlog.ShutDown()
+	q.TypedRateLimitingInterface.ShutDown()
+}
+
+// feedBacklog moves backlog keys to the workers' queue, keeping at least
+// lowWater keys waiting there while the backlog lasts, until the queue shuts
+// down.
+func (q *fooQueue) feedBacklog(ctx context.Context, lowWater int, maxWait time.Duration) {
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	for {
+		key, shutdown := q.backlog.Get()
+		if shutdown {
+			return
+		}
+		timer.Reset(maxWait)
+	wait:
+		for q.Len() >= lowWater {
+			select {
+			case <-q.taken:
+			case <-timer.C:
+				break wait // waited long enough: this key goes in anyway
+			case <-ctx.Done():
+				q.backlog.Done(key)
+				return
+			}
+		}
+		q.Add(key)
+		q.backlog.Done(key)
+	}
+}
+
+// enqueueFoo queues a Foo's key ahead of the backlog: a change a user waits
+// for.
 func (c *Controller) enqueueFoo(obj interface{}) {
-	objectRef, err := cache.ObjectToName(obj)
+	if key, ok := fooKey(obj); ok {
+		c.workqueue.Add(key)
+	}
+}
+
+// enqueueFooInBacklog queues a Foo's key behind the fresh ones: a sync no
+// user waits for, from the initial list or a resync.
+func (c *Controller) enqueueFooInBacklog(obj interface{}) {
+	if key, ok := fooKey(obj); ok {
+		c.workqueue.AddToBacklog(key)
+	}
+}
+
+func fooKey(obj interface{}) (cache.ObjectName, bool) {
+	key, err := cache.ObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
-		return
+		return key, false
 	}
-	c.workqueue.Add(objectRef)
+	return key, true
 }
 
 // runWorker processes work items until the queue shuts down or ctx ends;

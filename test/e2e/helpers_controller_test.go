@@ -121,9 +121,12 @@ func reconciles(samples []framework.Sample, result string) float64 {
 	})
 }
 
-// queueDepth is workqueue_depth of the controller's Foo queue.
+// queueDepth is workqueue_depth of the controller's Foo queues: the one
+// workers take from and the backlog behind it.
 func queueDepth(samples []framework.Sample) float64 {
-	return framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool { return l["name"] == "foo" })
+	return framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
+		return l["name"] == "foo" || l["name"] == "foo_backlog"
+	})
 }
 
 // leaderGauge returns leader_election_master_status{name=id} and whether

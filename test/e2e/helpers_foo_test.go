@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,6 +63,43 @@ func createFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 		t.Fatal(err)
 	}
 	return created
+}
+
+// createFoos creates n Foos named prefix-000, prefix-001, ..., each asking
+// for a Deployment of its own name with the default replicas, eight at a
+// time, and returns their names.
+func createFoos(t *testing.T, ns, prefix string, n int) []string {
+	t.Helper()
+	names := make([]string, n)
+	work := make(chan string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
+		work <- names[i]
+	}
+	close(work)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	for range 8 {
+		wg.Go(func() {
+			for name := range work {
+				_, err := foos.Create(context.Background(), newFoo(ns, name, name, nil), metav1.CreateOptions{})
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("creating %d Foos: %v", n, firstErr)
+	}
+	return names
 }
 
 func getFoo(t *testing.T, ns, name string) *samplev1alpha1.Foo {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,39 +37,11 @@ import (
 // work, lets the Foos in hand finish and exits 0 promptly.
 func TestSIGTERMWithBacklogFinishesSyncsInHandAndExits(t *testing.T) {
 	ensureStandardCRD(t)
-	ctx := context.Background()
 	ns := newNamespace(t, "prod-backlog")
 	const count = 300
 
-	// Created before any controller runs, in parallel for speed.
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
-	names := make(chan string, count)
-	for i := range count {
-		names <- fmt.Sprintf("backlog-%03d", i)
-	}
-	close(names)
-	var (
-		wg       sync.WaitGroup
-		errsMu   sync.Mutex
-		firstErr error
-	)
-	for range 8 {
-		wg.Go(func() {
-			for name := range names {
-				if _, err := foos.Create(ctx, newFoo(ns, name, name, nil), metav1.CreateOptions{}); err != nil {
-					errsMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errsMu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
-	}
+	// Created before any controller runs.
+	createFoos(t, ns, "backlog", count)
 
 	// 5 requests per second: a sync takes two or three, so the queue drains
 	// at a couple of Foos per second.
