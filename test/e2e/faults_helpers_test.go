@@ -186,6 +186,9 @@ type convergence struct {
 	problems []string
 	// missing counts the Foos without a Deployment yet.
 	missing int
+	// waiting says why the first few Foos that are not Ready are not: the
+	// reason and message of their Ready condition.
+	waiting []string
 }
 
 func (c convergence) converged(want int) bool {
@@ -194,6 +197,9 @@ func (c convergence) converged(want int) bool {
 
 func (c convergence) String() string {
 	s := fmt.Sprintf("%d Foos, %d Ready, %d Deployments, %d Foos without one", c.foos, c.ready, c.deployments, c.missing)
+	if len(c.waiting) > 0 {
+		s += "; not Ready: " + strings.Join(c.waiting, "; ")
+	}
 	if len(c.problems) > 0 {
 		shown := c.problems
 		if len(shown) > 5 {
@@ -245,6 +251,8 @@ func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) converg
 		foo := &foos[i]
 		if isReady(foo) {
 			c.ready++
+		} else if len(c.waiting) < 3 {
+			c.waiting = append(c.waiting, notReadyBecause(foo))
 		}
 		mine := owned[foo.UID]
 		switch {
@@ -266,6 +274,15 @@ func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) converg
 		}
 	}
 	return c
+}
+
+// notReadyBecause says why a Foo is not Ready, from its status.
+func notReadyBecause(foo *samplev1alpha1.Foo) string {
+	c := readyCondition(foo)
+	if c == nil {
+		return foo.Name + ": no Ready condition"
+	}
+	return fmt.Sprintf("%s: %s %s (generation %d, observed %d): %s", foo.Name, c.Status, c.Reason, foo.Generation, c.ObservedGeneration, c.Message)
 }
 
 // waitDeploymentsAtLeast waits until n Deployments exist in the namespace
