@@ -144,44 +144,63 @@ func readCorpusEntry(path string) (*corpusEntry, error) {
 	return &corpusEntry{lines: lines[1:]}, nil
 }
 
-// next returns the literal inside the next value, which must be of type typ.
-func (e *corpusEntry) next(typ string) string {
+// next returns the type and the literal of the next value, whose type must be
+// one of types.
+func (e *corpusEntry) next(types ...string) (string, string) {
 	if e.err != nil {
-		return ""
+		return "", ""
 	}
 	if len(e.lines) == 0 {
-		e.err = fmt.Errorf("too few values: no %s", typ)
-		return ""
+		e.err = fmt.Errorf("too few values: no %s", types[0])
+		return "", ""
 	}
 	line := strings.TrimSpace(e.lines[0])
 	e.lines = e.lines[1:]
-	literal, ok := strings.CutPrefix(line, typ+"(")
-	if literal, ok = strings.CutSuffix(literal, ")"); !ok {
-		e.err = fmt.Errorf("%s is not a %s", line, typ)
+	for _, typ := range types {
+		if literal, ok := strings.CutPrefix(line, typ+"("); ok {
+			if literal, ok = strings.CutSuffix(literal, ")"); ok {
+				return typ, literal
+			}
+		}
 	}
-	return literal
+	e.err = fmt.Errorf("%s is not a %s", line, strings.Join(types, " or "))
+	return "", ""
 }
 
 func (e *corpusEntry) string() string {
-	s, err := strconv.Unquote(e.next("string"))
+	_, literal := e.next("string")
+	s, err := strconv.Unquote(literal)
 	e.keep(err)
 	return s
 }
 
 func (e *corpusEntry) uint64() uint64 {
-	u, err := strconv.ParseUint(e.next("uint64"), 10, 64)
+	_, literal := e.next("uint64")
+	u, err := strconv.ParseUint(literal, 10, 64)
 	e.keep(err)
 	return u
 }
 
+// int32 reads an int32, which Go writes as a rune literal when it is a valid
+// rune: int32(-1), but rune('\x01') for 1.
 func (e *corpusEntry) int32() int32 {
-	i, err := strconv.ParseInt(e.next("int32"), 10, 32)
+	typ, literal := e.next("int32", "rune")
+	if typ == "rune" {
+		s, err := strconv.Unquote(literal)
+		if runes := []rune(s); err == nil && len(runes) == 1 {
+			return runes[0]
+		}
+		e.keep(fmt.Errorf("rune(%s) is not one character: %v", literal, err))
+		return 0
+	}
+	i, err := strconv.ParseInt(literal, 10, 32)
 	e.keep(err)
 	return int32(i)
 }
 
 func (e *corpusEntry) bool() bool {
-	b, err := strconv.ParseBool(e.next("bool"))
+	_, literal := e.next("bool")
+	b, err := strconv.ParseBool(literal)
 	e.keep(err)
 	return b
 }
@@ -199,4 +218,31 @@ func (e *corpusEntry) end() error {
 		return fmt.Errorf("%d values too many", len(e.lines))
 	}
 	return e.err
+}
+
+// The corpus reader reads the files Go writes: this is the input with which
+// FuzzNewDeployment found that a Foo name longer than 63 characters is not a
+// valid label value (replicas 1 written as a rune).
+func TestReadCorpusEntryReadsGoEncoding(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "687954bd5123e803")
+	entry := `go test fuzz v1
+string("0000000000000000000000000000000000000000000000000000000000000000")
+string("0")
+uint64(7757371264673321425)
+uint64(9274038358635720904)
+string("0")
+rune('\x01')
+bool(true)
+`
+	if err := os.WriteFile(path, []byte(entry), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	foo, valid, err := fooFromCorpusEntry(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !valid || foo.Name != strings.Repeat("0", 64) || foo.Namespace != "0" || foo.UID != "6ba7b810-9dad-11d1-80b4-00c04fd430c8" ||
+		foo.Spec.DeploymentName != "0" || foo.Spec.Replicas == nil || *foo.Spec.Replicas != 1 {
+		t.Errorf("read valid=%v %+v", valid, foo)
+	}
 }
