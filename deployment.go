@@ -17,12 +17,15 @@ limitations under the License.
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -41,8 +44,21 @@ const (
 func podLabels(foo *samplev1alpha1.Foo) map[string]string {
 	return map[string]string{
 		samplev1alpha1.LabelApp:        "nginx",
-		samplev1alpha1.LabelController: foo.Name,
+		samplev1alpha1.LabelController: fooLabelValue(foo.Name),
 	}
+}
+
+// fooLabelValue is the Foo's name as a label value. A Foo's name may have up
+// to 253 characters, a label value only 63: a longer name is cut to its first
+// 52 characters and followed by a hash of the whole name, so that two long
+// names still get different values. Names of 63 characters or fewer are used
+// as they are.
+func fooLabelValue(name string) string {
+	if len(name) <= validation.LabelValueMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
 // newDeployment returns the Deployment a Foo asks for. It is a pure function

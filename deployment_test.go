@@ -22,6 +22,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
@@ -83,5 +84,24 @@ func TestNewDeployment(t *testing.T) {
 	}
 	if len(deploymentDrift(newDeployment(foo), d)) != 0 {
 		t.Error("the created Deployment drifts from the desired one")
+	}
+}
+
+// A Foo's name may be longer than a label value may be: the controller
+// label stays valid, and two long names that share their first 52
+// characters still select different pods.
+func TestLongFooNamesGetValidDistinctLabels(t *testing.T) {
+	short := strings.Repeat("a", 63)
+	if got := fooLabelValue(short); got != short {
+		t.Errorf("a 63-character name became %q, want it unchanged", got)
+	}
+	one, other := strings.Repeat("a", 252)+"1", strings.Repeat("a", 252)+"2"
+	for _, name := range []string{one, other} {
+		if errs := validation.IsValidLabelValue(fooLabelValue(name)); len(errs) > 0 {
+			t.Errorf("label value for a %d-character name: %v", len(name), errs)
+		}
+	}
+	if fooLabelValue(one) == fooLabelValue(other) {
+		t.Errorf("two long names share the label value %q", fooLabelValue(one))
 	}
 }
