@@ -55,7 +55,7 @@ type generatedCRD struct {
 type crdVersion struct {
 	Name   string `json:"name"`
 	Schema struct {
-		OpenAPIV3Schema jsonSchema `json:"openAPIV3Schema"`
+		OpenAPIV3Schema crdSchema `json:"openAPIV3Schema"`
 	} `json:"schema"`
 	Subresources struct {
 		Scale *struct {
@@ -70,10 +70,10 @@ type crdVersion struct {
 	} `json:"additionalPrinterColumns"`
 }
 
-type jsonSchema struct {
+type crdSchema struct {
 	Type       string                `json:"type"`
-	Properties map[string]jsonSchema `json:"properties"`
-	Items      *jsonSchema           `json:"items"`
+	Properties map[string]crdSchema `json:"properties"`
+	Items      *crdSchema           `json:"items"`
 	Pattern    string                `json:"pattern"`
 	MinLength  *int64                `json:"minLength"`
 	MaxLength  *int64                `json:"maxLength"`
@@ -83,7 +83,7 @@ type jsonSchema struct {
 }
 
 // fooVersion reads the CRD and returns it with its one version, v1alpha1.
-func fooVersion(t *testing.T) (*generatedCRD, *crdVersion) {
+func generatedFooVersion(t *testing.T) (*generatedCRD, *crdVersion) {
 	t.Helper()
 	data, err := os.ReadFile(crdPath)
 	if err != nil {
@@ -100,7 +100,7 @@ func fooVersion(t *testing.T) (*generatedCRD, *crdVersion) {
 }
 
 // specField returns the schema of spec.<name>.
-func specField(t *testing.T, version *crdVersion, name string) jsonSchema {
+func specField(t *testing.T, version *crdVersion, name string) crdSchema {
 	t.Helper()
 	field, ok := version.Schema.OpenAPIV3Schema.Properties["spec"].Properties[name]
 	if !ok {
@@ -112,7 +112,7 @@ func specField(t *testing.T, version *crdVersion, name string) jsonSchema {
 // The controller looks the CRD up by name (and tells users to install it),
 // and talks to the group version the Go package registers.
 func TestCRDServesTheGoAPI(t *testing.T) {
-	crd, version := fooVersion(t)
+	crd, version := generatedFooVersion(t)
 	if crd.Metadata.Name != samplev1alpha1.FooCRDName {
 		t.Errorf("CRD name %q, want samplev1alpha1.FooCRDName %q", crd.Metadata.Name, samplev1alpha1.FooCRDName)
 	}
@@ -124,7 +124,7 @@ func TestCRDServesTheGoAPI(t *testing.T) {
 // The replica bounds and default in the markers of FooSpec.Replicas are
 // literals; the controller uses MinReplicas and MaxReplicas.
 func TestCRDReplicaBoundsAreTheGoConstants(t *testing.T) {
-	_, version := fooVersion(t)
+	_, version := generatedFooVersion(t)
 	replicas := specField(t, version, "replicas")
 	if replicas.Minimum == nil || *replicas.Minimum != float64(samplev1alpha1.MinReplicas) {
 		t.Errorf("spec.replicas minimum %v, want MinReplicas %d", ptr.Deref(replicas.Minimum, -1), samplev1alpha1.MinReplicas)
@@ -143,7 +143,7 @@ func TestCRDReplicaBoundsAreTheGoConstants(t *testing.T) {
 // controller's check exists for CRDs installed without the schema, and must
 // not refuse what admission lets through (nor the reverse).
 func TestCRDSchemaAcceptsWhatTheControllerAccepts(t *testing.T) {
-	_, version := fooVersion(t)
+	_, version := generatedFooVersion(t)
 	name := specField(t, version, "deploymentName")
 	if name.MinLength == nil || name.MaxLength == nil || name.Pattern == "" {
 		t.Fatalf("spec.deploymentName: want minLength, maxLength and pattern, got %+v", name)
@@ -175,7 +175,7 @@ func TestCRDSchemaAcceptsWhatTheControllerAccepts(t *testing.T) {
 // does not exist (kubectl would print an empty column, the scale subresource
 // would report nothing).
 func TestCRDJSONPathsNameSchemaFields(t *testing.T) {
-	_, version := fooVersion(t)
+	_, version := generatedFooVersion(t)
 	schema := version.Schema.OpenAPIV3Schema
 
 	scale := version.Subresources.Scale
@@ -215,9 +215,9 @@ var subscript = regexp.MustCompile(`\[[^\]]*\]`)
 // schemaFieldAt follows a simple JSONPath (dotted field names, where [...]
 // steps into the items of an array) through the schema. The schema leaves
 // metadata open, so paths under .metadata are checked against ObjectMeta.
-func schemaFieldAt(schema jsonSchema, path string) (jsonSchema, bool) {
+func schemaFieldAt(schema crdSchema, path string) (crdSchema, bool) {
 	if field, ok := strings.CutPrefix(path, ".metadata."); ok {
-		return jsonSchema{}, objectMetaHasField(field)
+		return crdSchema{}, objectMetaHasField(field)
 	}
 	// A filter such as [?(@.type=="Ready")] holds dots of its own: reduce
 	// every subscript to [] before splitting the path into fields.
@@ -227,12 +227,12 @@ func schemaFieldAt(schema jsonSchema, path string) (jsonSchema, bool) {
 		name, indexed := strings.CutSuffix(step, "[]")
 		child, ok := node.Properties[name]
 		if !ok {
-			return jsonSchema{}, false
+			return crdSchema{}, false
 		}
 		node = child
 		if indexed {
 			if node.Items == nil {
-				return jsonSchema{}, false
+				return crdSchema{}, false
 			}
 			node = *node.Items
 		}
