@@ -71,15 +71,15 @@ type crdVersion struct {
 }
 
 type crdSchema struct {
-	Type       string                `json:"type"`
+	Type       string               `json:"type"`
 	Properties map[string]crdSchema `json:"properties"`
 	Items      *crdSchema           `json:"items"`
-	Pattern    string                `json:"pattern"`
-	MinLength  *int64                `json:"minLength"`
-	MaxLength  *int64                `json:"maxLength"`
-	Minimum    *float64              `json:"minimum"`
-	Maximum    *float64              `json:"maximum"`
-	Default    json.RawMessage       `json:"default"`
+	Pattern    string               `json:"pattern"`
+	MinLength  *int64               `json:"minLength"`
+	MaxLength  *int64               `json:"maxLength"`
+	Minimum    *float64             `json:"minimum"`
+	Maximum    *float64             `json:"maximum"`
+	Default    json.RawMessage      `json:"default"`
 }
 
 // fooVersion reads the CRD and returns it with its one version, v1alpha1.
