@@ -1,16 +1,30 @@
 # The two commands a user needs:
 #   make run    run the controller (against $KUBECONFIG, or a local control plane)
 #   make test   everything CI runs: unit tests, verification, end-to-end tests
+# "make help" lists every target: it prints the "## target: text" comment
+# above each one, so a new target documents itself by carrying one.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
 BIN := _output/bin/sample-controller
 E2E_TIMEOUT ?= 45m
+FUZZTIME ?= 10s
+KUBECTL ?= kubectl
+# make uninstall ignore-not-found=true: no error when nothing is installed.
+ignore-not-found ?= false
 
-.PHONY: all build test unit verify e2e generate run bench tools clean
+.PHONY: all help build test unit fuzz verify e2e generate run bench tools install uninstall deploy undeploy clean
 
+## all: the default: build.
 all: build
 
+## help: list the targets and what they do.
+help:
+	@echo 'Usage: make [target]   (make run and make test are the two a user needs)'
+	@awk '/^## [[:alnum:]_-]+: / { sub(/^## /, ""); name = $$0; sub(/: .*/, "", name); sub(/^[^:]*: /, ""); \
+	  printf "  %-10s %s\n", name, $$0 }' $(MAKEFILE_LIST)
+
+## build: compile the controller into _output/bin/sample-controller.
 build:
 	go build -o $(BIN) .
 
@@ -22,13 +36,11 @@ unit:
 	go test -race -count=1 ./...
 
 ## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in testdata/fuzz.
-FUZZTIME ?= 10s
-.PHONY: fuzz
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateFooSpec$$' -fuzztime $(FUZZTIME) .
 	go test -run '^$$' -fuzz '^FuzzNewDeployment$$' -fuzztime $(FUZZTIME) .
 
-## verify: generated code is current, code is formatted and vetted.
+## verify: generated code and CRD are current, code is formatted and vetted.
 verify:
 	hack/verify-codegen.sh
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' | grep -v -e '^pkg/generated/' -e 'zz_generated' -e '^hack/tools/'))"; \
@@ -40,12 +52,13 @@ verify:
 e2e: tools
 	go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/
 
-## generate: regenerate deep-copy functions, clientset, listers, informers, apply configurations.
+## generate: regenerate deep-copy functions, clientset, listers, informers, apply configurations, and the CRD.
 generate:
 	hack/update-codegen.sh
 
 ## run: the controller in the foreground; a local control plane if KUBECONFIG is unset.
-run: build tools
+# The control-plane binaries are built only when hack/run.sh will start them.
+run: build $(if $(KUBECONFIG),,tools)
 	hack/run.sh
 
 ## bench: the benchmark of docs/performance.md on a local control plane.
@@ -56,5 +69,23 @@ bench: tools
 tools:
 	hack/build-tools.sh
 
+## install: install the Foo CRD into the current kubectl cluster, and wait until it is served.
+install:
+	$(KUBECTL) apply -f artifacts/examples/crd.yaml
+	$(KUBECTL) wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io
+
+## uninstall: delete the Foo CRD, and with it every Foo and their Deployments.
+uninstall:
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f artifacts/examples/crd.yaml
+
+## deploy: install the CRD and the controller (kubectl apply -k artifacts/deploy; for the image see docs/operations.md).
+deploy:
+	$(KUBECTL) apply -k artifacts/deploy
+
+## undeploy: delete the controller and the CRD (and so every Foo).
+undeploy:
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k artifacts/deploy
+
+## clean: remove all build output (_output).
 clean:
 	rm -rf _output

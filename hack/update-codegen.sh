@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from the hand-written types in pkg/apis:
 # zz_generated.deepcopy.go and pkg/generated (clientset and its fake, listers,
-# informers, apply configurations). The code-generator runs from the module
-# cache at the version pinned in go.mod (see hack/tools.go), so everyone
-# generates byte-identical output.
+# informers, apply configurations), and the Foo CRD, artifacts/examples/crd.yaml,
+# from the types' kubebuilder markers. The code-generator runs from the module
+# cache at the version pinned in go.mod (see hack/tools.go), controller-gen at
+# the version pinned in hack/tools/controller-gen/go.mod, so everyone generates
+# byte-identical output.
 set -o errexit -o nounset -o pipefail
 
 SCRIPT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,3 +32,25 @@ kube::codegen::gen_client \
 	--output-pkg "${MODULE}/pkg/generated" \
 	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
 	"${SCRIPT_ROOT}/pkg/apis"
+
+# controller-gen comes from its own module (see the comment in its go.mod);
+# GOWORK=off keeps any go.work out of that build. go build is cached, so this
+# costs a second once it has been built.
+CONTROLLER_GEN="${SCRIPT_ROOT}/_output/bin/controller-gen"
+GOWORK=off go build -C "${SCRIPT_ROOT}/hack/tools/controller-gen" -o "${CONTROLLER_GEN}" \
+	sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# controller-gen names its output <group>_<plural>.yaml; users apply one file
+# under a fixed name, so generate into a scratch directory and move it there.
+CRD_OUT="$(mktemp -d)"
+trap 'rm -rf "${CRD_OUT}"' EXIT
+"${CONTROLLER_GEN}" \
+	crd:headerFile=hack/crd-header.yaml.txt \
+	paths=./pkg/apis/... \
+	output:crd:dir="${CRD_OUT}"
+CRD_FILE="${CRD_OUT}/samplecontroller.k8s.io_foos.yaml"
+if [[ "$(ls -A "${CRD_OUT}")" != "$(basename "${CRD_FILE}")" ]]; then
+	echo "controller-gen wrote $(ls -A "${CRD_OUT}" | tr '\n' ' '), expected only $(basename "${CRD_FILE}")" >&2
+	exit 1
+fi
+mv -f "${CRD_FILE}" "${SCRIPT_ROOT}/artifacts/examples/crd.yaml"

@@ -27,14 +27,17 @@ import (
 // FooApplyConfiguration represents a declarative configuration of the Foo type for use
 // with apply.
 //
-// Foo asks for a Deployment: the controller creates one named
-// spec.deploymentName, owned by the Foo, runs spec.replicas pods in it, and
-// reports what it sees in status.
+// Foo asks for a Deployment of nginx pods. The sample-controller creates a
+// Deployment named spec.deploymentName in the Foo's namespace, owned by the
+// Foo (deleting the Foo deletes it), keeps its replicas, selector, labels and
+// pod template as the Foo says, and reports what it observes in status.
 type FooApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *FooSpecApplyConfiguration   `json:"spec,omitempty"`
-	Status                           *FooStatusApplyConfiguration `json:"status,omitempty"`
+	// What the user asks for.
+	Spec *FooSpecApplyConfiguration `json:"spec,omitempty"`
+	// What the controller last observed. Written by the controller only.
+	Status *FooStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // Foo constructs a declarative configuration of the Foo type for use with

@@ -23,11 +23,17 @@ package v1alpha1
 //
 // FooSpec is what the user asks for.
 type FooSpecApplyConfiguration struct {
-	// DeploymentName is the name of the Deployment to create in the Foo's
-	// namespace. It must be a DNS-1123 subdomain.
+	// Name of the Deployment to create in the Foo's namespace. It must be a
+	// DNS-1123 subdomain: lower-case letters, digits, '-' and '.', starting and
+	// ending with a letter or digit, at most 253 characters. Changing it makes
+	// the controller create the Deployment under the new name first, then
+	// delete the one under the old name. A Deployment of that name that the
+	// Foo does not control is left untouched, and the Foo reports Ready=False
+	// with reason ResourceExists.
 	DeploymentName *string `json:"deploymentName,omitempty"`
-	// Replicas is the number of pods the Deployment runs, from MinReplicas to
-	// MaxReplicas. The API server defaults it to 1.
+	// Number of pods the Deployment runs, from 1 to 10. Defaults to 1. It is
+	// the Foo's scale subresource, so "kubectl scale foo/NAME --replicas=N" and
+	// a HorizontalPodAutoscaler can set it.
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 

@@ -27,18 +27,23 @@ import (
 //
 // FooStatus is what the controller last observed.
 type FooStatusApplyConfiguration struct {
-	// AvailableReplicas is the number of available pods of the Deployment.
+	// Number of available pods of the Deployment.
 	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
-	// Replicas is the number of pods the Deployment has, ready or not. The
-	// scale subresource reports it as the current replica count.
+	// Number of pods the Deployment has, ready or not: the current replica
+	// count of the Foo's scale subresource.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Selector is the label selector of the Deployment's pods in string form,
-	// for the scale subresource (and so for a HorizontalPodAutoscaler).
+	// Label selector of the Deployment's pods, in string form, for the scale
+	// subresource (and so for a HorizontalPodAutoscaler).
 	Selector *string `json:"selector,omitempty"`
-	// ObservedGeneration is the metadata.generation of the Foo this status
-	// describes.
+	// The metadata.generation of the Foo this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions holds the Ready condition.
+	// The Foo's one condition, Ready: True (reason Available) when the
+	// Deployment is rolled out with all the requested replicas updated and
+	// available. Otherwise False, with reason Progressing while the rollout
+	// or scaling is under way or has exceeded its progress deadline,
+	// ResourceExists when a Deployment the Foo does not control has the
+	// requested name, or InvalidSpec when the controller refuses the spec;
+	// the message says more.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
