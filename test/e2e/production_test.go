@@ -96,6 +96,7 @@ func testDeployArtifacts(t *testing.T) {
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
 		"clusterrolebinding.rbac.authorization.k8s.io/" + deployName,
+		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"deployment.apps/" + deployName,
@@ -749,7 +750,9 @@ func testMetricsAndReadyz(t *testing.T) {
 
 		foo := createFoo(t, newFoo(ns, "waits-for-sync", "waits-for-sync", nil))
 		kubeconfig := serviceAccountKubeconfig(t, ns, sa)
-		c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns, "-leader-elect=false")
+		// Plain metrics: the reviews that guard secure ones are
+		// cluster-scoped, beyond what this RoleBinding can grant.
+		c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns, "-leader-elect=false", "-metrics-secure=false")
 
 		unready := func(ctx context.Context) error {
 			if c.Exited() {

@@ -112,7 +112,9 @@ func ConnectCluster(root, kubeconfig string) (*Cluster, error) {
 // Dir/logs for a post-mortem.
 func (c *Cluster) Stop() error {
 	if c.Dir == "" {
-		return nil
+		// A cluster of the user's keeps running: remove what the suite
+		// added to it.
+		return c.removeMetricsScraper(context.Background())
 	}
 	return run(c.Root, os.Stderr, "hack/local-down.sh", c.Dir)
 }
@@ -278,7 +280,13 @@ type Controller struct {
 // (port 0), so that concurrent processes never race for a port; MetricsURL
 // and ProbeURL read the actual addresses from its log. args come after the
 // defaults, so they can override them (e.g. -leader-elect=false).
+//
+// Metrics are served as by default, over HTTPS to authorized callers only;
+// the first call sets up the suite's scraper, whose token ScrapeURL sends.
 func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
+	if err := c.ensureMetricsScraper(context.Background()); err != nil {
+		return nil, fmt.Errorf("setting up the metrics scraper: %w", err)
+	}
 	all := append([]string{
 		"-kubeconfig=" + c.Kubeconfig,
 		"-metrics-bind-address=127.0.0.1:0",
@@ -292,10 +300,11 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 	return &Controller{Process: p}, nil
 }
 
-// MetricsURL is the controller's /metrics URL ("" if it never served).
+// MetricsURL is the controller's /metrics URL, https:// unless it runs
+// with -metrics-secure=false ("" if it never served).
 func (c *Controller) MetricsURL() string {
-	if addr := c.servingAddress("metrics"); addr != "" {
-		return "http://" + addr + "/metrics"
+	if base := c.servingURL("metrics"); base != "" {
+		return base + "/metrics"
 	}
 	return ""
 }
@@ -303,20 +312,19 @@ func (c *Controller) MetricsURL() string {
 // ProbeURL is the base URL of the controller's probe server; append /healthz
 // or /readyz ("" if it never served).
 func (c *Controller) ProbeURL() string {
-	if addr := c.servingAddress("probes"); addr != "" {
-		return "http://" + addr
-	}
-	return ""
+	return c.servingURL("probes")
 }
 
-// servingAddress waits (up to a minute, or until the process exits) for the
-// controller's log line `"Serving" server="NAME" address="HOST:PORT"`.
-func (c *Controller) servingAddress(server string) string {
-	re := regexp.MustCompile(`"Serving" server="` + regexp.QuoteMeta(server) + `" address="([^"]+)"`)
+// servingURL waits (up to a minute, or until the process exits) for the
+// controller's log line
+// `"Serving" server="NAME" address="HOST:PORT" scheme="SCHEME"` and returns
+// SCHEME://HOST:PORT.
+func (c *Controller) servingURL(server string) string {
+	re := regexp.MustCompile(`"Serving" server="` + regexp.QuoteMeta(server) + `" address="([^"]+)" scheme="([^"]+)"`)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := re.FindStringSubmatch(c.Log()); m != nil {
-			return m[1]
+			return m[2] + "://" + m[1]
 		}
 		if c.Exited() || time.Now().After(deadline) {
 			return ""
