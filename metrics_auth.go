@@ -59,11 +59,16 @@ func metricsAuthRetryBackoff() *wait.Backoff {
 }
 
 // metricsAuthClientConfig is the client configuration for the reviews: a
-// client of its own, so that a scrape is never held behind the client-side
-// rate limit of a busy controller, with a timeout so that a slow API server
-// fails the scrape rather than hanging it.
+// client and a rate limiter of their own (CopyConfig would share kubeCfg's
+// limiter), so that a scrape is never held behind the client-side rate limit
+// of a busy controller, and a timeout so that a slow API server fails the
+// scrape rather than hanging it. The reviews are few: at most two per
+// scraper per cache TTL.
 func metricsAuthClientConfig(kubeCfg *rest.Config) *rest.Config {
-	cfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "metrics-auth")
+	cfg := rest.CopyConfig(kubeCfg)
+	// Not rest.AddUserAgent, which starts again from the binary's name.
+	cfg.UserAgent = kubeCfg.UserAgent + "/metrics-auth"
+	cfg.RateLimiter = nil
 	cfg.Timeout = metricsAuthTimeout
 	return cfg
 }

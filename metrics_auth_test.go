@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 const (
@@ -276,5 +277,22 @@ func TestMetricsAuthChecksTheRequestVerb(t *testing.T) {
 	reviews := reviewsSent(t, fakeClient)
 	if len(reviews) != 2 || reviews[1].nonRes != (authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "post"}) {
 		t.Errorf("reviews sent: %+v, want a SubjectAccessReview of post /metrics", reviews)
+	}
+}
+
+// The reviews' client must not share the controller's rate limiter, nor
+// wait forever on a slow API server.
+func TestMetricsAuthClientHasItsOwnLimiterAndTimeout(t *testing.T) {
+	kubeCfg := &rest.Config{Host: "https://example.invalid", QPS: 5, Burst: 10, UserAgent: "sample-controller"}
+	kubeCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(kubeCfg.QPS, kubeCfg.Burst)
+	cfg := metricsAuthClientConfig(kubeCfg)
+	if cfg.RateLimiter != nil {
+		t.Error("the reviews share the controller's rate limiter")
+	}
+	if cfg.Timeout != metricsAuthTimeout || cfg.UserAgent != "sample-controller/metrics-auth" || cfg.Host != kubeCfg.Host {
+		t.Errorf("config: timeout %v, user agent %q, host %q", cfg.Timeout, cfg.UserAgent, cfg.Host)
+	}
+	if kubeCfg.Timeout != 0 || kubeCfg.UserAgent != "sample-controller" {
+		t.Error("the controller's config was modified")
 	}
 }
