@@ -61,12 +61,10 @@ type fixture struct {
 	// Objects only on the fake API server, not in the cache: what the
 	// label-filtered Deployment informer does not see.
 	uncachedDeployments []*appsv1.Deployment
-
-	statusSubresource bool
 }
 
 func newFixture(t *testing.T) *fixture {
-	return &fixture{t: t, statusSubresource: true}
+	return &fixture{t: t}
 }
 
 // newFoo returns a Foo as the API server would serve it: with a UID, a
@@ -105,7 +103,7 @@ func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 
 // withSyncedStatus gives foo the status the controller writes for deployment.
 func withSyncedStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
-	foo.Status = newFooStatus(foo, deployment, readyCondition(foo, deployment), foo.Generation)
+	foo.Status = newFooStatus(foo, deployment, readyCondition(foo, deployment))
 	return foo
 }
 
@@ -126,7 +124,7 @@ func (f *fixture) newController(ctx context.Context) {
 	i := informers.NewSharedInformerFactory(f.client, 0)
 	k := kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	c, err := NewController(ctx, f.kubeclient, f.client,
-		k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos(), f.statusSubresource)
+		k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -692,35 +690,6 @@ func TestConflictIsRetried(t *testing.T) {
 	}
 }
 
-func TestStatusWithoutSubresource(t *testing.T) {
-	f := newFixture(t)
-	f.statusSubresource = false
-	foo := newFoo("test", 1)
-	d := ownedDeployment(t, foo)
-	f.foos = append(f.foos, foo)
-	f.deployments = append(f.deployments, d)
-
-	if err := f.sync(foo); err != nil {
-		t.Fatal(err)
-	}
-	f.expectFooWrites("patch foos test application/json-patch+json")
-	// The write bumps generation 1 -> 2; status says so already.
-	if g := f.writtenStatus().ObservedGeneration; g != 2 {
-		t.Errorf("observedGeneration %d, want 2", g)
-	}
-
-	// The next sync sees generation 2 and finds nothing to do.
-	foo = foo.DeepCopy()
-	foo.Generation = 2
-	foo.Status = f.writtenStatus()
-	f.foos[0] = foo
-	f.controller = nil
-	if err := f.sync(foo); err != nil {
-		t.Fatal(err)
-	}
-	f.expectFooWrites()
-}
-
 func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 	foo := newFoo("test", 1)
 	waiting := newFoo("waiting", 1)
@@ -781,7 +750,7 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactory(client, 0)
 	k := kubeinformers.NewSharedInformerFactory(kubeclient, 0)
-	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos(), true)
+	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		t.Fatal(err)
 	}

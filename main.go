@@ -33,7 +33,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/util/flowcontrol"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
 	"k8s.io/klog/v2"
@@ -69,12 +71,12 @@ type options struct {
 // docs/performance.md.
 func addFlags(fs *flag.FlagSet) *options {
 	o := &options{logging: logsapi.NewLoggingConfiguration()}
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
-	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: as kubectl finds one: $KUBECONFIG, else the in-cluster configuration of a pod, else ~/.kube/config.")
+	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
 	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
 	fs.IntVar(&o.workers, "workers", 8, "Number of Foos synced in parallel. Syncs wait mostly on API round trips, so more workers converge many Foos faster (see docs/performance.md).")
 	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change. A resync makes no API writes unless something drifted.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server (client-side limit; the API server's priority and fairness protects it as well).")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server, all its requests together (client-side limit; leader election renewals are not counted; the API server's priority and fairness protects it as well).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics, over HTTPS to callers allowed by the API server unless -metrics-secure=false. 0 disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, and only to callers whose bearer token the API server accepts (TokenReview) and who may get the non-resource URL /metrics (SubjectAccessReview), e.g. bound to the metrics-reader ClusterRole. false serves plain HTTP to anyone who can connect: for local runs only.")
@@ -125,11 +127,9 @@ func main() {
 // run builds the clients, informers and controller and runs them until ctx
 // ends.
 func run(ctx context.Context, o *options) error {
-	logger := klog.FromContext(ctx)
-
-	cfg, err := clientcmd.BuildConfigFromFlags(o.masterURL, o.kubeconfig)
+	cfg, err := loadClientConfig(o.kubeconfig, o.masterURL)
 	if err != nil {
-		return fmt.Errorf("building kubeconfig: %w", err)
+		return fmt.Errorf("loading client configuration: %w", err)
 	}
 	cfg, kubeCfg := clientConfigs(cfg, o)
 	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
@@ -141,12 +141,8 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("building sample clientset: %w", err)
 	}
 
-	statusSubresource, err := discoverFooAPI(sampleClient.Discovery())
-	if err != nil {
+	if err := checkFooAPI(ctx, sampleClient.Discovery(), sampleClient.Discovery().RESTClient()); err != nil {
 		return err
-	}
-	if !statusSubresource {
-		logger.Info("The Foo CRD has no status subresource; status is written to the Foo itself")
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
@@ -164,8 +160,7 @@ func run(ctx context.Context, o *options) error {
 
 	controller, err := NewController(ctx, kubeClient, sampleClient,
 		kubeInformerFactory.Apps().V1().Deployments(),
-		sampleInformerFactory.Samplecontroller().V1alpha1().Foos(),
-		statusSubresource)
+		sampleInformerFactory.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		return err
 	}
@@ -206,23 +201,46 @@ func run(ctx context.Context, o *options) error {
 	if !o.leaderElection.enabled {
 		return runController(ctx)
 	}
-	// Lease renewals get a client of their own, so that a burst of syncs
-	// never holds them behind the client-side rate limit.
-	leaderElectionClient, err := kubernetes.NewForConfig(rest.AddUserAgent(kubeCfg, "leader-election"))
+	// Lease renewals get a client and a rate limiter of their own, so that
+	// a burst of syncs never holds them behind -kube-api-qps. They make a
+	// request or two per -leader-elect-retry-period.
+	leaderElectionCfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
+	leaderElectionCfg.RateLimiter = nil
+	leaderElectionClient, err := kubernetes.NewForConfig(leaderElectionCfg)
 	if err != nil {
 		return fmt.Errorf("building leader election clientset: %w", err)
 	}
 	return runAsLeader(ctx, o.leaderElection, leaderElectionClient, watchdog, runController)
 }
 
+// loadClientConfig finds the cluster the way kubectl and controller-runtime
+// do: the -kubeconfig flag, else the files in $KUBECONFIG, else the pod's
+// in-cluster configuration, else ~/.kube/config. -master overrides the
+// server of whichever kubeconfig is used.
+func loadClientConfig(kubeconfig, masterURL string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules() // $KUBECONFIG, else ~/.kube/config
+	rules.ExplicitPath = kubeconfig
+	if kubeconfig == "" && masterURL == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+	}
+	overrides := &clientcmd.ConfigOverrides{ClusterInfo: clientcmdapi.Cluster{Server: masterURL}}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
+
 // clientConfigs returns the client configurations for Foos and for built-in
-// types: both with the controller's user agent and client-side rate limit,
-// the second also speaking protobuf, cheaper to encode and decode than JSON
-// (custom resources only speak JSON).
+// types: both with the controller's user agent and one client-side rate
+// limiter, so that -kube-api-qps and -kube-api-burst bound every request the
+// controller makes (Foos, Deployments, events, discovery) together. The second
+// also speaks protobuf, cheaper to encode and decode than JSON (custom
+// resources only speak JSON). The leader election client is built apart,
+// with a limiter of its own (see run).
 func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS = float32(o.kubeAPIQPS)
 	sample.Burst = o.kubeAPIBurst
+	sample.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(sample.QPS, sample.Burst)
 	sample.UserAgent = samplev1alpha1.ControllerName
 	kube = rest.CopyConfig(sample)
 	kube.ContentType = "application/vnd.kubernetes.protobuf"

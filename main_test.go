@@ -18,12 +18,16 @@ package main
 
 import (
 	"flag"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
@@ -60,11 +64,64 @@ func TestClientConfigs(t *testing.T) {
 			t.Errorf("config %+v", cfg)
 		}
 	}
+	if sample.RateLimiter == nil || kube.RateLimiter != sample.RateLimiter {
+		t.Error("Foo and built-in clients must share one rate limiter, so -kube-api-qps bounds them together")
+	}
 	if kube.ContentType != "application/vnd.kubernetes.protobuf" || sample.ContentType != "" {
 		t.Errorf("content types: built-in %q, Foo %q", kube.ContentType, sample.ContentType)
 	}
 	if base.QPS != 0 || base.UserAgent != "" {
 		t.Error("the base config was modified")
+	}
+}
+
+// writeKubeconfig writes a kubeconfig whose one cluster is at server.
+func writeKubeconfig(t *testing.T, dir, server string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "x"
+	path := filepath.Join(dir, strings.TrimPrefix(server, "https://"))
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The controller finds its cluster as kubectl does: -kubeconfig, then
+// $KUBECONFIG, then (in a pod) the in-cluster configuration, then
+// ~/.kube/config; -master overrides the server.
+func TestClientConfigIsFoundLikeKubectl(t *testing.T) {
+	dir := t.TempDir()
+	flagFile := writeKubeconfig(t, dir, "https://flag")
+	envFile := writeKubeconfig(t, dir, "https://env")
+	homeFile := writeKubeconfig(t, dir, "https://home")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
+	home := clientcmd.RecommendedHomeFile
+	clientcmd.RecommendedHomeFile = homeFile
+	t.Cleanup(func() { clientcmd.RecommendedHomeFile = home })
+
+	for name, tc := range map[string]struct {
+		kubeconfig, master, env string
+		want                    string
+	}{
+		"flag wins over $KUBECONFIG": {kubeconfig: flagFile, env: envFile, want: "https://flag"},
+		"$KUBECONFIG":                {env: envFile, want: "https://env"},
+		"~/.kube/config":             {want: "https://home"},
+		"-master overrides":          {kubeconfig: flagFile, master: "https://master", want: "https://master"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(clientcmd.RecommendedConfigPathEnvVar, tc.env)
+			cfg, err := loadClientConfig(tc.kubeconfig, tc.master)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Host != tc.want {
+				t.Errorf("host %s, want %s", cfg.Host, tc.want)
+			}
+		})
 	}
 }
 

@@ -79,12 +79,12 @@ func notReady(reason, message string) metav1.Condition {
 
 // newFooStatus returns the status the Foo should have: the replica counts of
 // its Deployment (nil when it has none of its own), the pod selector for the
-// scale subresource, and the Ready condition, all stamped with the generation
-// they describe. The Foo itself is not modified; an unchanged condition keeps
+// scale subresource, and the Ready condition, all stamped with the Foo's
+// generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func newFooStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready metav1.Condition, generation int64) samplev1alpha1.FooStatus {
+func newFooStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready metav1.Condition) samplev1alpha1.FooStatus {
 	status := samplev1alpha1.FooStatus{
-		ObservedGeneration: generation,
+		ObservedGeneration: foo.Generation,
 		Selector:           labels.SelectorFromSet(podLabels(foo)).String(),
 		Conditions:         append([]metav1.Condition(nil), foo.Status.Conditions...),
 	}
@@ -92,7 +92,7 @@ func newFooStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready 
 		status.AvailableReplicas = deployment.Status.AvailableReplicas
 		status.Replicas = deployment.Status.Replicas
 	}
-	ready.ObservedGeneration = generation
+	ready.ObservedGeneration = foo.Generation
 	meta.SetStatusCondition(&status.Conditions, ready)
 	return status
 }

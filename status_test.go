@@ -70,11 +70,11 @@ func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}
 
-	same := newFooStatus(foo, d, readyCondition(foo, d), 1)
+	same := newFooStatus(foo, d, readyCondition(foo, d))
 	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
 		t.Errorf("unchanged condition moved its transition time to %v", got)
 	}
-	changed := newFooStatus(foo, nil, notReady(samplev1alpha1.ReasonResourceExists, "taken"), 1)
+	changed := newFooStatus(foo, nil, notReady(samplev1alpha1.ReasonResourceExists, "taken"))
 	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
 		t.Error("changed condition kept its old transition time")
 	}

@@ -21,6 +21,17 @@ limitations under the License.
 // kube-scheduler, kwok) for the whole suite, and the controller built and run
 // as a separate process, driven with client-go and kubectl.
 //
+// Each file holds the tests of one contract (walkthrough_test.go is the
+// README's story; drift_test.go, rbac_test.go, leader_election_test.go, ...),
+// and each test is named for what it proves. Shared helpers are in
+// helpers_test.go and helpers_<topic>_test.go; a helper only one file uses
+// lives in that file. A test creates its own namespace and runs its own
+// controller, confined to that namespace and without leader election
+// (controllerArgs), unless what it proves needs otherwise. The tests run one
+// at a time and in any order: those that change or delete the Foo CRD put
+// artifacts/examples/crd.yaml back when they end, and the others install it
+// if it is missing (ensureStandardCRD).
+//
 // Run it with "make test" (everything) or "make e2e". Set E2E_KUBECONFIG to
 // run against a cluster you started yourself with hack/local-up.sh.
 package e2e
@@ -121,15 +132,24 @@ func newNamespace(t *testing.T, prefix string) string {
 // is still running) when the test ends; on failure its log is printed.
 func startController(t *testing.T, name string, args ...string) *framework.Controller {
 	t.Helper()
-	name = strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + name)
+	return startControllerFor(t, t, name, args...)
+}
+
+// startControllerFor is startController for a controller that the (sub)test
+// t starts and that runs until owner ends, e.g. one a subtest of a sequential
+// test starts and the later subtests use. Failures to start it fail t: only
+// the goroutine of t may stop t.
+func startControllerFor(owner, t *testing.T, name string, args ...string) *framework.Controller {
+	t.Helper()
+	name = strings.NewReplacer("/", "_", " ", "_").Replace(owner.Name() + "-" + name)
 	c, err := cluster.StartController(controllerBin, logDir, name, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		c.Kill()
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
+		if owner.Failed() {
+			owner.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
 		}
 	})
 	return c
@@ -150,6 +170,17 @@ func kubectl(t *testing.T, args ...string) string {
 	out, err := cluster.Kubectl("", args...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// kubectlFails runs kubectl and fails the test unless kubectl exits
+// non-zero; it returns kubectl's output.
+func kubectlFails(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := cluster.Kubectl(stdin, args...)
+	if err == nil {
+		t.Fatalf("kubectl %s succeeded, want an error; output:\n%s", strings.Join(args, " "), out)
 	}
 	return out
 }

@@ -64,6 +64,18 @@ const (
 	// ReasonInvalidSpec (condition, Warning event): the spec cannot be acted
 	// on; the message says why.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonFailedCreate, ReasonFailedUpdate and ReasonFailedDelete
+	// (condition, Warning event): the API server refused to create, update
+	// or delete the Foo's Deployment (a quota, an admission webhook or
+	// policy, missing permission); the message is the server's. The
+	// controller retries with backoff.
+	ReasonFailedCreate = "FailedCreate"
+	ReasonFailedUpdate = "FailedUpdate"
+	ReasonFailedDelete = "FailedDelete"
+	// ReasonStatusPruned (Warning event): the API server dropped status
+	// fields the controller wrote, because the installed CRD's schema lacks
+	// them. Reported once per Foo.
+	ReasonStatusPruned = "StatusPruned"
 	// ReasonSynced (Normal event): the controller created, updated or
 	// deleted the Foo's Deployment to match the Foo.
 	ReasonSynced = "Synced"

@@ -37,15 +37,21 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// TestCore walks through the README as a user does, in the default
-// namespace with artifacts/examples/example-foo.yaml, one controller for the
-// whole cluster (no -namespace), and then the controller's life cycle. The
-// subtests run in order and share example-foo; one failing stops the rest.
-func TestCore(t *testing.T) {
+// exampleFooManifest is the Foo the README creates, relative to the
+// repository root (kubectl runs there).
+const exampleFooManifest = "artifacts/examples/example-foo.yaml"
+
+// TestReadmeWalkthrough walks through the README as a user does, in the
+// default namespace with artifacts/examples/example-foo.yaml, one controller
+// for the whole cluster (no -namespace), and then the controller's life
+// cycle. The subtests run in order and share example-foo; one failing stops
+// the rest.
+func TestReadmeWalkthrough(t *testing.T) {
 	const (
 		ns      = metav1.NamespaceDefault
 		fooName = "example-foo" // metadata.name and spec.deploymentName in example-foo.yaml
-		// takenName is the Deployment someone made by hand in scenario f.
+		// takenName is the Deployment someone made by hand, which
+		// rivalName asks for too.
 		takenName = "nginx-by-hand"
 		rivalName = "wants-nginx-by-hand"
 	)
@@ -56,14 +62,15 @@ func TestCore(t *testing.T) {
 	// The controller below watches every namespace: no other controller
 	// may run meanwhile, or the two would race for the same Foos.
 	if running := framework.RunningProcesses(); len(running) > 0 {
-		t.Fatalf("TestCore must run alone, but these are still running: %v", running)
+		t.Fatalf("%s must run alone, but these are still running: %v", t.Name(), running)
 	}
 
-	// A cluster reused from an earlier, interrupted run (E2E_KUBECONFIG) may
-	// hold what this test creates. Removing the CRD removes every Foo, and
-	// the garbage collector their Deployments.
+	// A user starts without the Foo CRD. The other tests leave it installed,
+	// and a cluster reused from an earlier, interrupted run (E2E_KUBECONFIG)
+	// may hold what this test creates. Removing the CRD removes every Foo,
+	// and the garbage collector their Deployments.
 	if _, err := crds(t).Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{}); err == nil {
-		t.Logf("the Foo CRD exists already; deleting it so that scenario a installs it as a user does")
+		t.Logf("the Foo CRD exists already; deleting it so that the first step installs it as a user does")
 		deleteCRD(t)
 	}
 	for _, name := range []string{fooName, takenName} {
@@ -78,20 +85,10 @@ func TestCore(t *testing.T) {
 	})
 
 	// The controller outlives the subtest that starts it, so it is stopped
-	// when TestCore ends, not the subtest.
-	startCoreController := func(st *testing.T, name string) *framework.Controller {
+	// when the walkthrough ends, not the subtest.
+	startWalkthroughController := func(st *testing.T, name string) *framework.Controller {
 		st.Helper()
-		c, err := cluster.StartController(controllerBin, logDir, "TestCore-"+name, "-leader-elect=false")
-		if err != nil {
-			st.Fatal(err)
-		}
-		t.Cleanup(func() {
-			c.Kill()
-			if t.Failed() {
-				t.Logf("log of %s:\n%s", c.Name, framework.Trim(c.Log(), 8000))
-			}
-		})
-		return c
+		return startControllerFor(t, st, name, "-leader-elect=false")
 	}
 
 	var (
@@ -105,7 +102,7 @@ func TestCore(t *testing.T) {
 		}
 	}
 
-	step("a_kubectl_create_crd_and_example_foo", func(t *testing.T) {
+	step("example_foo_gets_its_deployment_and_becomes_ready", func(t *testing.T) {
 		out := kubectl(t, "create", "-f", crdManifest)
 		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+samplev1alpha1.FooCRDName+" created") {
 			t.Fatalf("kubectl create -f %s: %s", crdManifest, out)
@@ -114,7 +111,7 @@ func TestCore(t *testing.T) {
 		// The controller reads discovery once, at start.
 		waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
 
-		controller = startCoreController(t, "controller")
+		controller = startWalkthroughController(t, "controller")
 		waitControllerReady(t, controller)
 
 		out = kubectl(t, "create", "-f", exampleFooManifest)
@@ -155,7 +152,7 @@ func TestCore(t *testing.T) {
 		}
 	})
 
-	step("b_foo_replicas_1_to_3", func(t *testing.T) {
+	step("foo_scaled_to_3_scales_its_deployment", func(t *testing.T) {
 		foo = updateFoo(t, ns, fooName, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(3) })
 		deployment = waitManagedDeployment(t, ns, fooName, foo) // spec.replicas 3
 		foo = waitFooReady(t, ns, fooName)
@@ -172,7 +169,7 @@ func TestCore(t *testing.T) {
 		}
 	})
 
-	step("c_deployment_scaled_by_hand_reverted", func(t *testing.T) {
+	step("deployment_scaled_by_hand_is_scaled_back", func(t *testing.T) {
 		before, err := deployments.Get(ctx, fooName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +189,8 @@ func TestCore(t *testing.T) {
 			}
 			return true, nil
 		})
-		// The same event as for the change to 3 in b, now seen twice.
+		// The same event as for the scale to 3 in the step before, now seen
+		// twice.
 		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": replicas", 2)
 		deployment = waitManagedDeployment(t, ns, fooName, foo)
 		if deployment.UID != before.UID {
@@ -201,7 +199,7 @@ func TestCore(t *testing.T) {
 		foo = waitFooReady(t, ns, fooName)
 	})
 
-	step("d_deleted_deployment_recreated", func(t *testing.T) {
+	step("deleted_deployment_is_recreated", func(t *testing.T) {
 		old := deployment
 		kubectl(t, "delete", "deploy/"+fooName)
 		eventually(t, convergeTimeout, "a new Deployment "+fooName, func(ctx context.Context) (bool, error) {
@@ -216,19 +214,20 @@ func TestCore(t *testing.T) {
 			return true, checkManagedDeployment(d, foo)
 		})
 		t.Logf("Deployment recreated: uid %s (was %s)", deployment.UID, old.UID)
-		// The same event as for the first creation in a, now seen twice.
+		// The same event as for the creation in the first step, now seen
+		// twice.
 		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Created Deployment "+fooName, 2)
 		foo = waitFooReady(t, ns, fooName)
 	})
 
-	step("e_foo_deleted_deployment_garbage_collected", func(t *testing.T) {
+	step("deleted_foo_has_its_deployment_garbage_collected", func(t *testing.T) {
 		kubectl(t, "delete", "foo/"+fooName)
 		if _, err := foos.Get(ctx, fooName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("Foo still there after kubectl delete: %v", err)
 		}
 		// kube-controller-manager's garbage collector deletes it; it knows
-		// Foos once it resynced with discovery after scenario a created the
-		// CRD (every 30 s), so this can take that long.
+		// Foos once it resynced with discovery after the first step created
+		// the CRD (every 30 s), so this can take that long.
 		waitDeploymentGoneWithin(t, gcTimeout, ns, fooName)
 		selector := labels.SelectorFromSet(deployment.Spec.Selector.MatchLabels).String()
 		eventually(t, convergeTimeout, "the Foo's ReplicaSets to be collected", func(ctx context.Context) (bool, error) {
@@ -243,7 +242,7 @@ func TestCore(t *testing.T) {
 		})
 	})
 
-	step("f_unowned_deployment_name_taken", func(t *testing.T) {
+	step("taken_deployment_name_is_refused_and_left_untouched", func(t *testing.T) {
 		taken, err := deployments.Create(ctx, unmanagedDeployment(ns, takenName, 1), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +303,7 @@ func TestCore(t *testing.T) {
 		}
 	})
 
-	step("g_sigterm_then_restart", func(t *testing.T) {
+	step("sigterm_exits_0_and_the_restarted_controller_writes_nothing", func(t *testing.T) {
 		kubectl(t, "create", "-f", exampleFooManifest)
 		foo = getFoo(t, ns, fooName)
 		deployment = waitManagedDeployment(t, ns, fooName, foo)
@@ -323,7 +322,7 @@ func TestCore(t *testing.T) {
 		}
 		t.Logf("controller exited with 0, %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 
-		controller = startCoreController(t, "controller-restarted")
+		controller = startWalkthroughController(t, "controller-restarted")
 		waitControllerReady(t, controller)
 		eventually(t, convergeTimeout, "the restarted controller to sync the Foo", func(ctx context.Context) (bool, error) {
 			samples, err := framework.ScrapeURL(ctx, controller.MetricsURL())
@@ -359,16 +358,4 @@ func TestCore(t *testing.T) {
 			t.Fatalf("restarted controller made %v write requests; want none", writes)
 		}
 	})
-}
-
-func podReady(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

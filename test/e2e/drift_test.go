@@ -1,0 +1,132 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// Drift in the fields the controller owns is reverted; what others added
+// stays.
+func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
+	ns := newNamespace(t, "drift")
+	ensureStandardCRD(t)
+	c := startController(t, "controller", controllerArgs(ns)...)
+
+	foo := createFoo(t, newFoo(ns, "drift", "drift", int32p(1)))
+	foo = waitFooReady(t, ns, foo.Name)
+	waitManagedDeployment(t, ns, "drift", foo)
+
+	// Pod template labels are left alone: they must match the selector,
+	// which cannot change.
+	const (
+		foreignImage = "nginx:1.25-alpine"
+		noteKey      = "payments.example.com/on-call"
+		noteValue    = "#payments-oncall"
+	)
+	deployments := cluster.Kube.AppsV1().Deployments(ns)
+	var edited *appsv1.Deployment
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := deployments.Get(context.Background(), "drift", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = foreignImage
+		delete(d.Labels, samplev1alpha1.LabelController)
+		d.Labels["team"] = "payments"
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[noteKey] = noteValue
+		edited, err = deployments.Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "payments-team"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[samplev1alpha1.LabelController] != "" {
+		t.Fatalf("the hand edit did not stick: %+v", edited.ObjectMeta.Labels)
+	}
+
+	var repaired *appsv1.Deployment
+	eventually(t, convergeTimeout, "image and controller label reverted, team label and annotation kept", func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns, "drift")
+		if err != nil {
+			return false, err
+		}
+		if d.ResourceVersion == edited.ResourceVersion {
+			return false, fmt.Errorf("not written since the hand edit")
+		}
+		if err := checkManagedDeployment(d, foo); err != nil {
+			return false, err
+		}
+		if d.Labels["team"] != "payments" || d.Annotations[noteKey] != noteValue {
+			return false, fmt.Errorf("foreign label or annotation lost: labels %v annotations %v", d.Labels, d.Annotations)
+		}
+		repaired = d
+		return true, nil
+	})
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
+	waitFooReady(t, ns, foo.Name)
+
+	// Repaired once (one apply, one event), and no tug of war afterwards.
+	// The deployment controller may still write the Deployment's status
+	// while it returns to the old ReplicaSet, so its resourceVersion proves
+	// nothing; the sample-controller's writes are counted instead. Its
+	// Deployment writes are applies, PATCH requests (as are its Foo status
+	// writes and event repeats): none may follow once all is settled.
+	eventually(t, convergeTimeout, "the repaired Deployment rolled out", func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns, "drift")
+		return err == nil && rolledOut(d), err
+	})
+	waitFooReady(t, ns, foo.Name)
+	patches := func(samples []framework.Sample) float64 {
+		return framework.Sum(samples, "rest_client_requests_total", func(l map[string]string) bool { return l["method"] == "PATCH" })
+	}
+	applied := patches(scrape(t, c))
+	consistently(t, 3*time.Second, "no further apply", func(ctx context.Context) error {
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		if err != nil {
+			return err
+		}
+		if got := patches(samples); got != applied {
+			return fmt.Errorf("PATCH requests went from %v to %v", applied, got)
+		}
+		return nil
+	})
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
+	settled, err := getDeployment(context.Background(), ns, "drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if settled.Labels["team"] != "payments" || settled.Annotations[noteKey] != noteValue || checkManagedDeployment(settled, foo) != nil {
+		t.Fatalf("after the roll-out: labels %v annotations %v: %v", settled.Labels, settled.Annotations, checkManagedDeployment(settled, foo))
+	}
+	t.Logf("repaired at resourceVersion %v; field managers now %v", repaired.ResourceVersion, managers(settled))
+}

@@ -1,0 +1,90 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The installation of artifacts/deploy, shared by the test of the artifacts
+// themselves and the test of their ServiceAccount's permissions.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// deployKustomization is what an operator applies (kubectl apply -k),
+	// relative to the repository root.
+	deployKustomization = "artifacts/deploy"
+	// deployNamespace, deployServiceAccount and deployName are the names
+	// artifacts/deploy uses: the Namespace, the ServiceAccount, the
+	// Deployment, the ClusterRole and its binding, and the Lease the
+	// leader election Role allows (resourceNames).
+	deployNamespace      = "sample-controller"
+	deployServiceAccount = "sample-controller"
+	deployName           = "sample-controller"
+)
+
+// applyDeployArtifacts runs kubectl apply -k artifacts/deploy from the
+// repository root, as an operator does, and returns kubectl's output. When
+// the test ends it removes what was installed, except the CRD that other
+// tests use: the Namespace (with everything in it), the ClusterRole and the
+// ClusterRoleBinding. A Namespace still terminating from an earlier test is
+// waited for first. Applying twice in one test is fine.
+func applyDeployArtifacts(t *testing.T) string {
+	t.Helper()
+	namespaces := cluster.Kube.CoreV1().Namespaces()
+	eventually(t, gcTimeout, "no Namespace "+deployNamespace+" terminating", func(ctx context.Context) (bool, error) {
+		ns, err := namespaces.Get(ctx, deployNamespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if ns.DeletionTimestamp != nil {
+			return false, fmt.Errorf("Namespace %s is %s", deployNamespace, ns.Status.Phase)
+		}
+		return true, nil
+	})
+	out := kubectl(t, "apply", "-k", deployKustomization)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		rbac := cluster.Kube.RbacV1()
+		for _, err := range []error{
+			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
+			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
+			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
+		} {
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing %s: %v", deployKustomization, err)
+			}
+		}
+		eventually(t, gcTimeout, "Namespace "+deployNamespace+" to be gone", func(ctx context.Context) (bool, error) {
+			_, err := namespaces.Get(ctx, deployNamespace, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+	})
+	return out
+}

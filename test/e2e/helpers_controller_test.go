@@ -1,0 +1,195 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The controller process: its flags, credentials, probes, metrics, log and
+// leader election Lease.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// controllerArgs are the flags of a controller confined to one namespace
+// and not competing for a Lease with anyone.
+func controllerArgs(ns string, extra ...string) []string {
+	return append([]string{"-namespace=" + ns, "-leader-elect=false"}, extra...)
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates with a
+// fresh token of the ServiceAccount ns/name (kubectl create token) to the
+// suite's API server, and returns its path.
+func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
+	t.Helper()
+	token := strings.TrimSpace(kubectl(t, "create", "token", name, "-n", ns, "--duration=1h"))
+	if token == "" {
+		t.Fatalf("kubectl create token %s -n %s printed no token", name, ns)
+	}
+	ca := cluster.Config.CAData
+	if len(ca) == 0 && cluster.Config.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(cluster.Config.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := "system:serviceaccount:" + ns + ":" + name
+	config := clientcmdapi.NewConfig()
+	config.Clusters["local"] = &clientcmdapi.Cluster{Server: cluster.Config.Host, CertificateAuthorityData: ca}
+	config.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	config.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user, Namespace: ns}
+	config.CurrentContext = "local"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitControllerReady waits until the controller answers /readyz with 200
+// (its caches are synced).
+func waitControllerReady(t *testing.T, c *framework.Controller) {
+	t.Helper()
+	eventually(t, convergeTimeout, c.Name+" /readyz", func(ctx context.Context) (bool, error) {
+		if c.Exited() {
+			return false, fmt.Errorf("controller exited: %s", framework.Trim(c.Log(), 2000))
+		}
+		code, body, err := c.Probe(ctx, "/readyz")
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("/readyz: %d: %s", code, body)
+		}
+		return true, nil
+	})
+}
+
+// scrape reads the controller's /metrics.
+func scrape(t *testing.T, c *framework.Controller) []framework.Sample {
+	t.Helper()
+	var samples []framework.Sample
+	eventually(t, 10*time.Second, "the controller's metrics", func(ctx context.Context) (bool, error) {
+		var err error
+		samples, err = framework.ScrapeURL(ctx, c.MetricsURL())
+		return err == nil, err
+	})
+	return samples
+}
+
+// writeRequests sums the controller's API requests that change state.
+func writeRequests(samples []framework.Sample) float64 {
+	return framework.Sum(samples, "rest_client_requests_total", func(l map[string]string) bool {
+		return framework.IsWriteVerb(l["method"])
+	})
+}
+
+// reconciles sums the controller's Foo syncs with the given result
+// ("success", "error"; "" for all).
+func reconciles(samples []framework.Sample, result string) float64 {
+	return framework.Sum(samples, "samplecontroller_reconcile_total", func(l map[string]string) bool {
+		return result == "" || l["result"] == result
+	})
+}
+
+// queueDepth is workqueue_depth of the controller's Foo queues: the one
+// workers take from and the backlog behind it.
+func queueDepth(samples []framework.Sample) float64 {
+	return framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
+		return l["name"] == "foo" || l["name"] == "foo_backlog"
+	})
+}
+
+// leaderGauge returns leader_election_master_status{name=id} and whether
+// the series is there at all.
+func leaderGauge(samples []framework.Sample, id string) (float64, bool) {
+	for _, s := range samples {
+		if s.Name == "leader_election_master_status" && s.Labels["name"] == id {
+			return s.Value, true
+		}
+	}
+	return 0, false
+}
+
+// grepLines returns the lines of text that re matches.
+func grepLines(text string, re *regexp.Regexp) []string {
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if re.MatchString(line) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+var identityRE = regexp.MustCompile(`"Waiting to become leader".* identity="([^"]+)"`)
+
+// leaderElectionIdentity returns the holderIdentity the controller uses in
+// the Lease, from its start-up log line.
+func leaderElectionIdentity(t *testing.T, c *framework.Controller) string {
+	t.Helper()
+	var identity string
+	eventually(t, convergeTimeout, c.Name+" to log its leader election identity", func(context.Context) (bool, error) {
+		if m := identityRE.FindStringSubmatch(c.Log()); m != nil {
+			identity = m[1]
+			return true, nil
+		}
+		if c.Exited() {
+			return false, fmt.Errorf("controller exited: %s", framework.Trim(c.Log(), 2000))
+		}
+		return false, nil
+	})
+	return identity
+}
+
+func leaseHolderOf(lease *coordinationv1.Lease) string {
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func describeLease(lease *coordinationv1.Lease) string {
+	s := lease.Spec
+	transitions := "<nil>"
+	if s.LeaseTransitions != nil {
+		transitions = fmt.Sprint(*s.LeaseTransitions)
+	}
+	format := func(t *metav1.MicroTime) string {
+		if t == nil {
+			return "<nil>"
+		}
+		return t.Format("15:04:05.000")
+	}
+	return fmt.Sprintf("%s/%s{holder=%q transitions=%s acquired=%s renewed=%s}",
+		lease.Namespace, lease.Name, leaseHolderOf(lease), transitions, format(s.AcquireTime), format(s.RenewTime))
+}

@@ -1,0 +1,258 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The Foo CRD: the standard one users install, its variants, and waits for
+// the API server to serve what it says.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+// crdManifest is the CRD a user installs, relative to the repository root
+// (kubectl runs there).
+const crdManifest = "artifacts/examples/crd.yaml"
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crds is the dynamic client for CustomResourceDefinitions (the module does
+// not depend on the apiextensions clientset).
+func crds(t *testing.T) dynamic.ResourceInterface {
+	t.Helper()
+	client, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.Resource(crdGVR)
+}
+
+// standardCRD returns artifacts/examples/crd.yaml, the CRD users install.
+func standardCRD(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cluster.Root, crdManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := utilyaml.ToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	if err := crd.UnmarshalJSON(js); err != nil {
+		t.Fatal(err)
+	}
+	if crd.GetName() != samplev1alpha1.FooCRDName {
+		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplev1alpha1.FooCRDName)
+	}
+	return crd
+}
+
+// editFooVersion lets edit change the CRD's one version (v1alpha1) in place.
+func editFooVersion(t *testing.T, crd *unstructured.Unstructured, edit func(version map[string]interface{})) {
+	t.Helper()
+	versions, found, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if err != nil || !found || len(versions) != 1 {
+		t.Fatalf("%s: expected exactly one version, got %d (found=%v, err=%v)", crdManifest, len(versions), found, err)
+	}
+	version := versions[0].(map[string]interface{})
+	edit(version)
+	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putCRD makes the Foo CRD's spec what desired says: it creates the CRD if
+// it is missing (waiting out a deletion in progress), else it updates it.
+func putCRD(t *testing.T, desired *unstructured.Unstructured) {
+	t.Helper()
+	client := crds(t)
+	eventually(t, 2*convergeTimeout, "the Foo CRD to be written", func(ctx context.Context) (bool, error) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				_, err = client.Create(ctx, desired.DeepCopy(), metav1.CreateOptions{})
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			if current.GetDeletionTimestamp() != nil {
+				return fmt.Errorf("CRD %s is being deleted", samplev1alpha1.FooCRDName)
+			}
+			updated := current.DeepCopy()
+			updated.Object["spec"] = desired.DeepCopy().Object["spec"]
+			annotations := updated.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			for k, v := range desired.GetAnnotations() {
+				annotations[k] = v
+			}
+			updated.SetAnnotations(annotations)
+			_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
+			return err
+		})
+		return err == nil, err
+	})
+}
+
+// deleteCRD deletes the Foo CRD, and with it every Foo, and waits until the
+// API server no longer serves Foos.
+func deleteCRD(t *testing.T) {
+	t.Helper()
+	client := crds(t)
+	err := client.Delete(context.Background(), samplev1alpha1.FooCRDName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	eventually(t, 2*convergeTimeout, "the Foo CRD to be gone", func(ctx context.Context) (bool, error) {
+		_, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	waitFooDiscovery(t, "no Foo API", func(r map[string]bool) bool { return len(r) == 0 })
+}
+
+// waitCRDEstablished waits until the Foo CRD is Established with the names
+// accepted.
+func waitCRDEstablished(t *testing.T) {
+	t.Helper()
+	client := crds(t)
+	eventually(t, convergeTimeout, "the Foo CRD to be Established", func(ctx context.Context) (bool, error) {
+		crd, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		want := map[string]bool{"Established": false, "NamesAccepted": false}
+		for _, c := range conditions {
+			c, _ := c.(map[string]interface{})
+			if typ, _ := c["type"].(string); c["status"] == "True" {
+				if _, ok := want[typ]; ok {
+					want[typ] = true
+				}
+			}
+		}
+		return want["Established"] && want["NamesAccepted"], nil
+	})
+}
+
+// fooDiscovery returns the resources the API server's discovery lists for
+// samplecontroller.k8s.io/v1alpha1 (e.g. foos, foos/status, foos/scale); none
+// when the group is not served. The controller reads the same document at
+// start.
+func fooDiscovery(ctx context.Context) (map[string]bool, error) {
+	list, err := cluster.Kube.Discovery().ServerResourcesForGroupVersion(samplev1alpha1.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	resources := map[string]bool{}
+	for _, r := range list.APIResources {
+		resources[r.Name] = true
+	}
+	return resources, nil
+}
+
+// waitFooDiscovery waits until discovery's Foo resources satisfy ok.
+func waitFooDiscovery(t *testing.T, what string, ok func(resources map[string]bool) bool) {
+	t.Helper()
+	eventually(t, convergeTimeout, "discovery to show "+what, func(ctx context.Context) (bool, error) {
+		resources, err := fooDiscovery(ctx)
+		if err != nil {
+			return false, err
+		}
+		return ok(resources), nil
+	})
+}
+
+// withSubresources is the discovery of the standard CRD.
+func withSubresources(r map[string]bool) bool {
+	return r["foos"] && r["foos/status"] && r["foos/scale"]
+}
+
+// badNameFoo is a Foo that only the standard CRD's schema rejects.
+func badNameFoo(ns, name string) *samplev1alpha1.Foo {
+	return newFoo(ns, name, "Bad_Name", nil)
+}
+
+// waitSchemaEnforced waits until the API server validates Foos with the
+// given (enforced=true) or a schema-less CRD, probing with a server-side dry
+// run: the CRD's storage is rebuilt a moment after the CRD changes.
+func waitSchemaEnforced(t *testing.T, enforced bool) {
+	t.Helper()
+	eventually(t, convergeTimeout, fmt.Sprintf("Foo validation enforced=%v", enforced), func(ctx context.Context) (bool, error) {
+		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(metav1.NamespaceDefault).Create(ctx,
+			badNameFoo(metav1.NamespaceDefault, "schema-probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err == nil:
+			return !enforced, nil
+		case apierrors.IsInvalid(err):
+			return enforced, nil
+		default:
+			return false, err
+		}
+	})
+}
+
+// ensureStandardCRD installs artifacts/examples/crd.yaml unless it is
+// already what is served (an identical update changes nothing), and waits
+// until Foos are served with its schema and subresources.
+func ensureStandardCRD(t *testing.T) {
+	t.Helper()
+	putCRD(t, standardCRD(t))
+	waitStandardCRD(t)
+}
+
+// waitStandardCRD waits until the standard CRD is established and in force:
+// discovery lists foos with status and scale, and the schema is enforced.
+func waitStandardCRD(t *testing.T) {
+	t.Helper()
+	waitCRDEstablished(t)
+	waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
+	waitSchemaEnforced(t, true)
+}
+
+// restoreStandardCRDAtEnd puts the standard CRD back when the test ends,
+// however it ends, for the tests that change or delete it.
+func restoreStandardCRDAtEnd(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		putCRD(t, standardCRD(t))
+		waitStandardCRD(t)
+	})
+}

@@ -1,0 +1,54 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// Without the CRD the controller says what to do and exits non-zero.
+// Deleting the CRD deletes every Foo in the cluster: the tests run one at a
+// time, so no other test has Foos then, and the CRD is put back when this one
+// ends.
+func TestWithoutCRDControllerExitsNonZeroSayingWhatToDo(t *testing.T) {
+	ns := newNamespace(t, "missing-crd")
+	restoreStandardCRDAtEnd(t)
+	deleteCRD(t)
+
+	c := startController(t, "controller", controllerArgs(ns)...)
+	code, err := c.Wait(10 * time.Second)
+	if err != nil {
+		t.Fatalf("controller without the Foo CRD: %v", err)
+	}
+	log := c.Log()
+	if code == 0 {
+		t.Fatalf("exit code 0 without the Foo CRD; log:\n%s", framework.Trim(log, 3000))
+	}
+	for _, want := range []string{samplev1alpha1.FooCRDName, "kubectl apply -f " + crdManifest} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log does not mention %q:\n%s", want, framework.Trim(log, 3000))
+		}
+	}
+	t.Logf("exit code %d", code)
+}

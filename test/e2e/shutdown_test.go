@@ -1,0 +1,134 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// SIGTERM with hundreds of Foos still queued: the controller stops taking
+// work, lets the Foos in hand finish and exits 0 promptly.
+func TestSIGTERMWithBacklogFinishesSyncsInHandAndExits(t *testing.T) {
+	ensureStandardCRD(t)
+	ns := newNamespace(t, "prod-backlog")
+	const count = 300
+
+	// Created before any controller runs.
+	createFoos(t, ns, "backlog", count)
+
+	// 5 requests per second: a sync takes two or three, so the queue drains
+	// at a couple of Foos per second.
+	c := startController(t, "controller", controllerArgs(ns, "-kube-api-qps=5", "-kube-api-burst=5")...)
+	started := time.Now()
+	var (
+		samples     []framework.Sample
+		deployments int
+	)
+	// Returns as soon as syncs are under way, backlog or not; the backlog is
+	// checked below.
+	eventually(t, convergeTimeout, "syncs under way", func(ctx context.Context) (bool, error) {
+		if c.Exited() {
+			return false, fmt.Errorf("controller exited")
+		}
+		var err error
+		if samples, err = framework.ScrapeURL(ctx, c.MetricsURL()); err != nil {
+			return false, err
+		}
+		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: samplev1alpha1.LabelManagedBy + "=" + samplev1alpha1.ControllerName})
+		if err != nil {
+			return false, err
+		}
+		deployments = len(list.Items)
+		if syncs := reconciles(samples, "success"); syncs < 2 || deployments < 2 {
+			return false, fmt.Errorf("%v successful syncs, %d Deployments, queue depth %v", syncs, deployments, queueDepth(samples))
+		}
+		return true, nil
+	})
+	depth := queueDepth(samples)
+	if depth <= 100 {
+		t.Fatalf("queue depth %v once syncs were under way, want over 100", depth)
+	}
+
+	// Signal right after a sync's last write, the status: its worker has
+	// moved on to the next Foo and waits for the rate limiter to create its
+	// Deployment, so the signal finds a sync in hand.
+	waitStatusWrite(t, ns)
+	if err := c.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	code, err := c.Wait(10 * time.Second)
+	exit := time.Since(signalled)
+	if err != nil {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+	t.Logf("SIGTERM %v after start, with %v successful syncs, %d Deployments and %v Foos queued: exit code %d after %v",
+		signalled.Sub(started).Round(10*time.Millisecond), reconciles(samples, "success"), deployments, depth, code, exit.Round(10*time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	log := c.Log()
+	for _, line := range []string{`"Shutting down workers"`, `"Workers stopped"`} {
+		if !strings.Contains(log, line) {
+			t.Errorf("the log lacks %s:\n%s", line, framework.Trim(log, 3000))
+		}
+	}
+	// The Foos in hand are finished during the grace period, and so must be
+	// their events: a Deployment created then gets no "Created Deployment"
+	// event from anyone else (the next controller finds it in place).
+	if lost := grepLines(log, regexp.MustCompile(`Unable to record event`)); len(lost) > 0 {
+		t.Errorf("events of the syncs finished after SIGTERM were dropped: the event broadcaster stopped before the workers did:\n%s",
+			strings.Join(lost, "\n"))
+	}
+}
+
+// waitStatusWrite waits, with a watch, for the next write of a Foo's status
+// in ns (a Foo that gets its first Ready condition).
+func waitStatusWrite(t *testing.T, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	list, err := foos.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := foos.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for event := range w.ResultChan() {
+		if foo, ok := event.Object.(*samplev1alpha1.Foo); ok && event.Type == "MODIFIED" && readyCondition(foo) != nil {
+			return
+		}
+	}
+	t.Fatalf("no Foo status written in %s within 30s: %v", ns, ctx.Err())
+}
