@@ -105,7 +105,7 @@ func TestMetricsAuthDefaultServesOnlyAuthorizedCallers(t *testing.T) {
 		// Go's TLS server answers a plain HTTP request with 400 and closes
 		// the connection, which the client may see as a reset instead:
 		// either way there is no unencrypted way in, even with a token.
-		code, body, err := framework.FetchMetrics(ctx, "http://"+strings.TrimPrefix(url, "https://"), framework.ScraperToken())
+		code, body, err := framework.FetchMetrics(ctx, "http://"+strings.TrimPrefix(url, "https://"), c.ScrapeToken())
 		if err == nil && code != http.StatusBadRequest {
 			t.Errorf("plain HTTP to the metrics port: %d %q, want 400 or a closed connection", code, framework.Trim(body, 300))
 		}

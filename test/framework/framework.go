@@ -70,6 +70,11 @@ type Cluster struct {
 	Config     *rest.Config
 	Kube       kubernetes.Interface
 	Sample     clientset.Interface
+
+	// scraperToken is the metrics scraper's token once set up
+	// (metrics_scraper.go).
+	scraperMu    sync.Mutex
+	scraperToken string
 }
 
 // StartCluster brings up a local control plane in dir with hack/local-up.sh.
@@ -273,6 +278,8 @@ func (p *Process) Log() string {
 // Controller is a running sample-controller with its HTTP endpoints.
 type Controller struct {
 	*Process
+	// scrapeToken is the token of its cluster's metrics scraper.
+	scrapeToken string
 }
 
 // StartController runs the controller binary against the cluster. Its
@@ -282,9 +289,10 @@ type Controller struct {
 // defaults, so they can override them (e.g. -leader-elect=false).
 //
 // Metrics are served as by default, over HTTPS to authorized callers only;
-// the first call sets up the suite's scraper, whose token ScrapeURL sends.
+// the cluster's first call sets up its scraper, whose token ScrapeURL sends.
 func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
-	if err := c.ensureMetricsScraper(context.Background()); err != nil {
+	token, err := c.ensureMetricsScraper(context.Background())
+	if err != nil {
 		return nil, fmt.Errorf("setting up the metrics scraper: %w", err)
 	}
 	all := append([]string{
@@ -297,17 +305,24 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{Process: p}, nil
+	return &Controller{Process: p, scrapeToken: token}, nil
 }
 
 // MetricsURL is the controller's /metrics URL, https:// unless it runs
 // with -metrics-secure=false ("" if it never served).
 func (c *Controller) MetricsURL() string {
-	if base := c.servingURL("metrics"); base != "" {
-		return base + "/metrics"
+	base := c.servingURL("metrics")
+	if base == "" {
+		return ""
 	}
-	return ""
+	url := base + "/metrics"
+	metricsTokens.Store(url, c.scrapeToken)
+	return url
 }
+
+// ScrapeToken is the bearer token ScrapeURL sends to this controller: that
+// of its cluster's metrics scraper.
+func (c *Controller) ScrapeToken() string { return c.scrapeToken }
 
 // ProbeURL is the base URL of the controller's probe server; append /healthz
 // or /readyz ("" if it never served).

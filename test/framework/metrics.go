@@ -106,12 +106,15 @@ func FetchMetrics(ctx context.Context, url, token string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-// ScrapeURL fetches and parses a controller's /metrics endpoint, HTTPS or
-// plain HTTP, as the suite's metrics scraper: with the token of the
-// ServiceAccount bound to the metrics-reader ClusterRole, set up by the
-// first StartController (see metrics_scraper.go).
+// ScrapeURL fetches and parses a controller's /metrics endpoint (a URL
+// from MetricsURL), HTTPS or plain HTTP, as its cluster's metrics scraper:
+// with the token of the ServiceAccount bound to the metrics-reader
+// ClusterRole, set up by the cluster's first StartController (see
+// metrics_scraper.go).
 func ScrapeURL(ctx context.Context, url string) ([]Sample, error) {
-	code, body, err := FetchMetrics(ctx, url, ScraperToken())
+	token, _ := metricsTokens.Load(url)
+	tokenString, _ := token.(string)
+	code, body, err := FetchMetrics(ctx, url, tokenString)
 	if err != nil {
 		return nil, err
 	}

@@ -49,62 +49,54 @@ const (
 	ScraperServiceAccount = "metrics-scraper"
 )
 
-// scraper holds the suite's scraper token once it is set up.
-var scraper struct {
-	sync.Mutex
-	token string
-}
+// metricsTokens maps each controller's metrics URL, as MetricsURL returns
+// it, to the token its cluster's scraper sends, so that ScrapeURL, given
+// only a URL, scrapes every controller with the token of the cluster it
+// runs against (a test may run several clusters).
+var metricsTokens sync.Map
 
-// ScraperToken is the bearer token ScrapeURL sends: that of the suite's
-// scraper ServiceAccount, or "" before the first StartController.
-func ScraperToken() string {
-	scraper.Lock()
-	defer scraper.Unlock()
-	return scraper.token
-}
-
-// ensureMetricsScraper sets up the suite's scraper once: it applies the
-// shipped metrics-reader ClusterRole, creates the ServiceAccount and binds
-// the ClusterRole to it, and keeps a token of it for ScrapeURL. A failure is
-// returned, and the next call tries again.
-func (c *Cluster) ensureMetricsScraper(ctx context.Context) error {
-	scraper.Lock()
-	defer scraper.Unlock()
-	if scraper.token != "" {
-		return nil
+// ensureMetricsScraper sets up the cluster's scraper once: it applies the
+// shipped metrics-reader ClusterRole, creates the ServiceAccount, binds the
+// ClusterRole to it, and returns a token of it. A failure is returned, and
+// the next call tries again.
+func (c *Cluster) ensureMetricsScraper(ctx context.Context) (string, error) {
+	c.scraperMu.Lock()
+	defer c.scraperMu.Unlock()
+	if c.scraperToken != "" {
+		return c.scraperToken, nil
 	}
 	out, err := c.Kubectl("", "apply", "-f", MetricsReaderClusterRoleFile)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/"+MetricsReaderClusterRole+" ") {
-		return fmt.Errorf("kubectl apply -f %s did not apply ClusterRole %s: %s", MetricsReaderClusterRoleFile, MetricsReaderClusterRole, out)
+		return "", fmt.Errorf("kubectl apply -f %s did not apply ClusterRole %s: %s", MetricsReaderClusterRoleFile, MetricsReaderClusterRole, out)
 	}
 	_, err = c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ScraperNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return "", err
 	}
 	if err := c.BindMetricsReader(ctx, ScraperServiceAccount, ScraperNamespace, ScraperServiceAccount); err != nil {
-		return err
+		return "", err
 	}
 	token, err := c.ServiceAccountToken(ctx, ScraperNamespace, ScraperServiceAccount)
 	if err != nil {
-		return err
+		return "", err
 	}
-	scraper.token = token
-	return nil
+	c.scraperToken = token
+	return token, nil
 }
 
 // removeMetricsScraper deletes the scraper's ClusterRoleBinding and
 // Namespace, if set up. The ClusterRole stays: it is part of
 // artifacts/deploy, which the cluster may have installed.
 func (c *Cluster) removeMetricsScraper(ctx context.Context) error {
-	scraper.Lock()
-	defer scraper.Unlock()
-	if scraper.token == "" {
+	c.scraperMu.Lock()
+	defer c.scraperMu.Unlock()
+	if c.scraperToken == "" {
 		return nil
 	}
-	scraper.token = ""
+	c.scraperToken = ""
 	for _, err := range []error{
 		c.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, ScraperServiceAccount, metav1.DeleteOptions{}),
 		c.Kube.CoreV1().Namespaces().Delete(ctx, ScraperNamespace, metav1.DeleteOptions{}),
