@@ -15,11 +15,18 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-test: verify unit e2e
+test: verify unit fuzz e2e
 
 ## unit: fast loop: unit tests with the race detector.
 unit:
 	go test -race -count=1 ./...
+
+## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in testdata/fuzz.
+FUZZTIME ?= 10s
+.PHONY: fuzz
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzValidateFooSpec$$' -fuzztime $(FUZZTIME) .
+	go test -run '^$$' -fuzz '^FuzzNewDeployment$$' -fuzztime $(FUZZTIME) .
 
 ## verify: generated code is current, code is formatted and vetted.
 verify:

@@ -206,6 +206,14 @@ func run(ctx context.Context, o *options) error {
 	// request or two per -leader-elect-retry-period.
 	leaderElectionCfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
 	leaderElectionCfg.RateLimiter = nil
+	// Each Lease request is bounded by the retry period. When renewing
+	// fails for the renew deadline, client-go still tries to release the
+	// Lease before we learn leadership is lost; without a timeout that
+	// request hangs as long as the API server does, and the workers of a
+	// leader that is no longer sure to lead go on. Bounded, the process
+	// exits within renew deadline + retry period (12 s by default), before
+	// a standby may take the Lease (lease duration, 15 s).
+	leaderElectionCfg.Timeout = o.leaderElection.retryPeriod
 	leaderElectionClient, err := kubernetes.NewForConfig(leaderElectionCfg)
 	if err != nil {
 		return fmt.Errorf("building leader election clientset: %w", err)

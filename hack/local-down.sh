@@ -6,8 +6,11 @@
 # are signalled, and only while the pid still belongs to the expected binary
 # (/proc/<pid>/exe) started for this directory (its command line mentions
 # CLUSTER_DIR), so a recycled pid is never hit. Controllers and kwok stop
-# first, then kube-apiserver, then etcd: SIGTERM, up to 10 s (apiserver: 20 s)
-# to exit, then SIGKILL.
+# first, then kube-apiserver, then etcd: SIGTERM (and SIGCONT, for a
+# component paused with hack/local-component.sh), up to 10 s (apiserver:
+# 20 s) to exit, then SIGKILL. A component restarted by
+# hack/local-component.sh is stopped too: its new pid replaced the old one in
+# CLUSTER_DIR/pids.
 #
 # Afterwards the cluster state is removed: etcd data, PKI, kubeconfig,
 # cluster.env, pids and kwok's work dir. logs/ is kept for post-mortems.
@@ -45,7 +48,6 @@ if [[ ! -d "${DIR}" ]]; then
   exit 0
 fi
 DIR="$(cd "${DIR}" && pwd -P)"
-PIDS="${DIR}/pids"
 
 # shellcheck source=hack/lib/local-cluster.sh
 source "${ROOT}/hack/lib/local-cluster.sh"
@@ -70,6 +72,9 @@ stop() {
     if is_ours "${name}" "${pid}"; then
       log "stopping ${name} (pid ${pid})"
       kill -TERM "${pid}" 2>/dev/null || true
+      # A component paused by hack/local-component.sh stop would hold the
+      # SIGTERM pending until continued.
+      kill -CONT "${pid}" 2>/dev/null || true
       live+=("${name}")
     fi
   done
@@ -133,7 +138,7 @@ if ((purge == 1)); then
   rm -rf "${DIR}"
   log "stopped and removed ${DIR}"
 else
-  rm -rf "${DIR}/etcd" "${DIR}/pki" "${DIR}/kwok" "${DIR}/.kube-cache" \
+  rm -rf "${DIR}/etcd" "${DIR}/pki" "${DIR}/kwok" "${DIR}/.kube-cache" "${CMDLINES}" \
     "${DIR}/kubeconfig" "${DIR}/cluster.env" "${PIDS}"
   log "stopped; state removed, logs kept in ${DIR}/logs"
 fi

@@ -13,13 +13,16 @@
 #   cluster.env       KEY=value lines: KUBECONFIG, KUBE_APISERVER_URL, ETCD_URL,
 #                     the chosen ports, NODE_NAME, ... (sourceable by bash)
 #   pids              one "<component> <pid>" line per daemon
+#   cmdline/<component> the daemon's command line (NUL-separated), so that
+#                     hack/local-component.sh can start it again as it was
 #   logs/<component>.log
 #   pki/              CA, serving/client certs, service-account key pair
 #   etcd/             etcd data dir
 #   kwok/             kwok work dir and Stage config
 #
 # The daemons run in their own sessions (setsid) and keep running after this
-# script exits; stop them with hack/local-down.sh [CLUSTER_DIR]. Progress goes
+# script exits; stop them with hack/local-down.sh [CLUSTER_DIR]; kill, pause or
+# restart one of them with hack/local-component.sh. Progress goes
 # to stderr; the only thing written to stdout is the final line
 #   export KUBECONFIG=<CLUSTER_DIR>/kubeconfig
 # so `eval "$(hack/local-up.sh DIR)"` works. Exit status is non-zero (and
@@ -72,18 +75,15 @@ done
 DIR="${1:-${ROOT}/_output/local/default}"
 mkdir -p "${DIR}"
 DIR="$(cd "${DIR}" && pwd -P)"
-PKI="${DIR}/pki"
-PIDS="${DIR}/pids"
-LOGS="${DIR}/logs"
 KUBECONFIG_FILE="${DIR}/kubeconfig"
+
+# shellcheck source=hack/lib/local-cluster.sh
+source "${ROOT}/hack/lib/local-cluster.sh" # PKI, PIDS, LOGS, CMDLINES, launch, probes
 
 # One local-up per directory at a time. fd 7 (and fd 9 below) are closed in
 # every daemon so the locks die with this script.
 exec 7>"${DIR}/.local-up.lock"
 flock -n 7 || { log "another local-up.sh is already running for ${DIR}"; exit 1; }
-
-# shellcheck source=hack/lib/local-cluster.sh
-source "${ROOT}/hack/lib/local-cluster.sh"
 
 if [[ -f "${PIDS}" ]]; then
   while read -r name pid _; do
@@ -96,7 +96,7 @@ if [[ -f "${PIDS}" ]]; then
 fi
 
 # Fresh state: remove only what this script creates.
-rm -rf "${DIR}/etcd" "${PKI}" "${DIR}/kwok" "${DIR}/.kube-cache" \
+rm -rf "${DIR}/etcd" "${PKI}" "${DIR}/kwok" "${DIR}/.kube-cache" "${CMDLINES}" \
   "${KUBECONFIG_FILE}" "${DIR}/cluster.env" "${PIDS}"
 mkdir -p "${PKI}" "${LOGS}" "${DIR}/kwok"
 : >"${DIR}/.local-cluster" # marker: local-down.sh only deletes files where it exists
@@ -130,14 +130,11 @@ show_log() {
   fi
 }
 
-# start NAME CMD...: runs CMD detached (new session, stdio to the log file,
-# lock fds closed) and records its pid.
+# start NAME CMD...: runs CMD detached with a fresh log (see launch) and
+# records its pid and command line.
 start() {
-  local name=$1
-  shift
-  : >"${LOGS}/${name}.log"
-  setsid "$@" </dev/null >>"${LOGS}/${name}.log" 2>&1 7>&- 9>&- &
-  echo "${name} $!" >>"${PIDS}"
+  : >"${LOGS}/$1.log"
+  launch "$@"
   started=1
 }
 
@@ -324,10 +321,7 @@ start etcd "${BIN_DIR}/etcd" \
   --quota-backend-bytes=$((4 * 1024 * 1024 * 1024)) \
   --log-level=warn
 
-etcd_healthy() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_PORT}/health" | grep -q '"health":"true"'
-}
-wait_for etcd "etcd health" etcd_healthy
+wait_for etcd "etcd health" etcd_healthy "${ETCD_PORT}"
 log "etcd is healthy"
 
 # ---------------------------------------------------------------- kube-apiserver
@@ -364,12 +358,7 @@ start kube-apiserver "${BIN_DIR}/kube-apiserver" \
   --allow-privileged=true \
   --profiling=false
 
-apiserver_ready() {
-  [[ "$(curl -fsS --max-time 2 --cacert "${PKI}/ca.crt" \
-    --cert "${PKI}/admin.crt" --key "${PKI}/admin.key" \
-    "https://127.0.0.1:${API_PORT}/readyz")" == ok ]]
-}
-wait_for kube-apiserver "kube-apiserver /readyz" apiserver_ready
+wait_for kube-apiserver "kube-apiserver /readyz" apiserver_ready "${API_PORT}"
 log "kube-apiserver is ready"
 
 # ---------------------------------------------------------------- controllers
@@ -419,12 +408,6 @@ start kwok env KWOK_WORKDIR="${DIR}/kwok" "${BIN_DIR}/kwok" \
   --node-ip=127.0.0.1 \
   --server-address="127.0.0.1:${KWOK_PORT}"
 
-https_healthy() {
-  [[ "$(curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz")" == ok ]]
-}
-http_healthy() {
-  [[ "$(curl -fsS --max-time 2 "http://127.0.0.1:$1/healthz")" == ok ]]
-}
 wait_for kube-controller-manager "kube-controller-manager /healthz" https_healthy "${KCM_PORT}"
 wait_for kube-scheduler "kube-scheduler /healthz" https_healthy "${SCHED_PORT}"
 wait_for kwok "kwok /healthz" http_healthy "${KWOK_PORT}"

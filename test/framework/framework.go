@@ -77,6 +77,13 @@ type Cluster struct {
 	scraperToken string
 }
 
+// startedClusters holds the clusters StartCluster started and Stop has not
+// stopped yet, for CleanupOnInterrupt.
+var (
+	startedClustersMu sync.Mutex
+	startedClusters   = map[*Cluster]struct{}{}
+)
+
 // StartCluster brings up a local control plane in dir with hack/local-up.sh.
 // A cluster left running in dir by an earlier, killed run is stopped first.
 func StartCluster(root, dir string) (*Cluster, error) {
@@ -90,6 +97,9 @@ func StartCluster(root, dir string) (*Cluster, error) {
 		return nil, err
 	}
 	c.Dir = dir
+	startedClustersMu.Lock()
+	startedClusters[c] = struct{}{}
+	startedClustersMu.Unlock()
 	return c, nil
 }
 
@@ -121,7 +131,64 @@ func (c *Cluster) Stop() error {
 		// added to it.
 		return c.removeMetricsScraper(context.Background())
 	}
+	startedClustersMu.Lock()
+	delete(startedClusters, c)
+	startedClustersMu.Unlock()
 	return run(c.Root, os.Stderr, "hack/local-down.sh", c.Dir)
+}
+
+// Control plane components, as hack/local-up.sh names them.
+const (
+	Etcd                  = "etcd"
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	Kwok                  = "kwok"
+)
+
+// KillComponent SIGKILLs one component of a cluster this process started and
+// waits until it is gone; its data (etcd's) stays for StartComponent.
+func (c *Cluster) KillComponent(name string) error { return c.component("kill", name) }
+
+// StartComponent starts a killed component again with the command line it
+// was first started with, and waits until it serves (kube-apiserver:
+// /readyz). hack/local-down.sh, hence Stop, stops the new process.
+func (c *Cluster) StartComponent(name string) error { return c.component("start", name) }
+
+// PauseComponent SIGSTOPs a component: its sockets stay open and nothing
+// answers, as when a process hangs or the network drops its packets.
+func (c *Cluster) PauseComponent(name string) error { return c.component("pause", name) }
+
+// ResumeComponent SIGCONTs a paused component.
+func (c *Cluster) ResumeComponent(name string) error { return c.component("resume", name) }
+
+// EnsureComponent makes a component run again, whatever fault was injected:
+// it resumes it if paused, starts it if down. For test clean-ups.
+func (c *Cluster) EnsureComponent(name string) error { return c.component("ensure", name) }
+
+// ComponentState is "running", "paused" or "down".
+func (c *Cluster) ComponentState(name string) (string, error) {
+	if c.Dir == "" {
+		return "", errors.New("the cluster was not started by this process")
+	}
+	cmd := exec.Command(filepath.Join(c.Root, "hack", "local-component.sh"), c.Dir, "status", name)
+	cmd.Dir = c.Root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/local-component.sh status %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// component runs hack/local-component.sh DIR command name.
+func (c *Cluster) component(command, name string) error {
+	if c.Dir == "" {
+		return fmt.Errorf("cannot %s %s: the cluster was not started by this process", command, name)
+	}
+	if err := run(c.Root, os.Stderr, "hack/local-component.sh", c.Dir, command, name); err != nil {
+		return fmt.Errorf("hack/local-component.sh %s %s: %w", command, name, err)
+	}
+	return nil
 }
 
 // Kubectl runs kubectl against the cluster and returns its combined output.
@@ -214,15 +281,26 @@ func KillAll() {
 }
 
 // CleanupOnInterrupt makes SIGINT or SIGTERM of the test binary kill every
-// Process and stop the cluster before exiting, so that Ctrl-C on "go test"
-// leaves nothing running.
+// Process and stop the cluster, and every other cluster StartCluster started
+// and nobody stopped yet, before exiting, so that Ctrl-C on "go test" leaves
+// nothing running.
 func CleanupOnInterrupt(c *Cluster) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
 		KillAll()
-		_ = c.Stop()
+		startedClustersMu.Lock()
+		clusters := []*Cluster{c}
+		for other := range startedClusters {
+			if other != c {
+				clusters = append(clusters, other)
+			}
+		}
+		startedClustersMu.Unlock()
+		for _, cl := range clusters {
+			_ = cl.Stop()
+		}
 		os.Exit(130)
 	}()
 }
@@ -412,4 +490,40 @@ func RunningProcesses() []string {
 		}
 	}
 	return names
+}
+
+// Parallel calls fn(i) for every i in [0, n) from at most workers goroutines,
+// for tests that create many objects at once. After the first error no new
+// call starts; that error is returned.
+func Parallel(n, workers int, fn func(i int) error) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	indices := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range indices {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := 0; i < n && !failed(); i++ {
+		indices <- i
+	}
+	close(indices)
+	wg.Wait()
+	return firstErr
 }
