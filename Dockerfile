@@ -22,4 +22,7 @@ COPY --from=builder /out/sample-controller /sample-controller
 # The base image's "nonroot" user, numerically, so that runAsNonRoot can
 # verify it without a passwd lookup.
 USER 65532:65532
+# Metrics (HTTPS, authenticated: -metrics-bind-address) and the /healthz and
+# /readyz probes (plain HTTP: -health-probe-bind-address), the defaults.
+EXPOSE 8443 8081
 ENTRYPOINT ["/sample-controller"]

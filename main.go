@@ -56,8 +56,11 @@ type options struct {
 	kubeAPIQPS   float64
 	kubeAPIBurst int
 
-	metricsAddr string
-	probeAddr   string
+	metricsAddr   string
+	metricsSecure bool
+	tlsCertFile   string
+	tlsKeyFile    string
+	probeAddr     string
 
 	leaderElection leaderElectionConfig
 	logging        *logsapi.LoggingConfiguration
@@ -75,7 +78,10 @@ func addFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change. A resync makes no API writes unless something drifted.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server, all its requests together (client-side limit; leader election renewals are not counted; the API server's priority and fairness protects it as well).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address to serve Prometheus metrics on at /metrics. 0 disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics, over HTTPS to callers allowed by the API server unless -metrics-secure=false. 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, and only to callers whose bearer token the API server accepts (TokenReview) and who may get the non-resource URL /metrics (SubjectAccessReview), e.g. bound to the metrics-reader ClusterRole. false serves plain HTTP to anyone who can connect: for local runs only.")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate (followed by any intermediates) of the HTTPS metrics server; reloaded when the file changes. Default: a self-signed certificate generated in memory at start.")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address to serve the /healthz and /readyz probes on. 0 disables it.")
 
 	le := &o.leaderElection
@@ -173,7 +179,7 @@ func run(ctx context.Context, o *options) error {
 		}
 		return nil
 	}}}
-	if err := serve(ctx, "metrics", o.metricsAddr, metricsHandler()); err != nil {
+	if err := serveMetrics(ctx, o, kubeCfg); err != nil {
 		return err
 	}
 	if err := serve(ctx, "probes", o.probeAddr, probesHandler(liveness, readiness)); err != nil {

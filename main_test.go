@@ -37,7 +37,7 @@ func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o := addFlags(fs)
 	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 ||
-		o.metricsAddr != ":8080" || o.probeAddr != ":8081" || o.namespace != "" {
+		o.metricsAddr != ":8443" || !o.metricsSecure || o.tlsCertFile != "" || o.tlsKeyFile != "" || o.probeAddr != ":8081" || o.namespace != "" {
 		t.Errorf("defaults: %+v", o)
 	}
 	le := o.leaderElection

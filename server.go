@@ -18,12 +18,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
@@ -73,19 +76,34 @@ func probesHandler(liveness, readiness []healthCheck) http.Handler {
 	return mux
 }
 
-// serve listens on addr and serves handler until ctx ends. An address of "0"
-// disables the server. It returns once listening, so that a port in use is an
-// error at start, not a log line later.
+// serve listens on addr and serves handler over plain HTTP until ctx ends.
+// An address of "0" disables the server. It returns once listening, so that a
+// port in use is an error at start, not a log line later.
 func serve(ctx context.Context, name, addr string, handler http.Handler) error {
-	if addr == "0" || addr == "" {
+	return serveWithTLS(ctx, name, addr, handler, nil)
+}
+
+// serveWithTLS is serve over HTTPS when tlsConfig is not nil.
+func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, tlsConfig *tls.Config) error {
+	if serverDisabled(addr) {
 		return nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s server: %w", name, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	logger := klog.FromContext(ctx).WithValues("server", name, "address", ln.Addr().String())
+	scheme := "http"
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+		scheme = "https"
+	}
+	logger := klog.FromContext(ctx).WithValues("server", name, "address", ln.Addr().String(), "scheme", scheme)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Handlers log with the server's logger (klog.FromContext).
+		BaseContext: func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) },
+	}
 	go func() {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -99,4 +117,37 @@ func serve(ctx context.Context, name, addr string, handler http.Handler) error {
 		}
 	}()
 	return nil
+}
+
+// serverDisabled reports whether a bind address turns its server off.
+func serverDisabled(addr string) bool {
+	return addr == "0" || addr == ""
+}
+
+// serveMetrics serves /metrics on -metrics-bind-address: by default over
+// HTTPS to the callers the API server authenticates and authorizes (see
+// metrics_auth.go), with -metrics-secure=false over plain HTTP to anyone.
+// The reviews are sent with the controller's own credentials, built from
+// kubeCfg.
+func serveMetrics(ctx context.Context, o *options, kubeCfg *rest.Config) error {
+	if serverDisabled(o.metricsAddr) {
+		return nil
+	}
+	if !o.metricsSecure {
+		klog.FromContext(ctx).Info("Metrics are served over plain HTTP to anyone, without authentication (-metrics-secure=false)")
+		return serve(ctx, "metrics", o.metricsAddr, metricsHandler())
+	}
+	tlsConfig, err := servingTLSConfig(ctx, o.tlsCertFile, o.tlsKeyFile)
+	if err != nil {
+		return fmt.Errorf("metrics server: %w", err)
+	}
+	authClient, err := kubernetes.NewForConfig(metricsAuthClientConfig(kubeCfg))
+	if err != nil {
+		return fmt.Errorf("building metrics auth clientset: %w", err)
+	}
+	authn, authz, err := newMetricsAuth(authClient)
+	if err != nil {
+		return err
+	}
+	return serveWithTLS(ctx, "metrics", o.metricsAddr, withDelegatedAuth(authn, authz, metricsHandler()), tlsConfig)
 }

@@ -16,7 +16,10 @@ BIN="${ROOT}/_output/bin/sample-controller"
 [[ -x "${BIN}" ]] || go build -C "${ROOT}" -o "${BIN}" .
 
 # Metrics and probes on loopback only, unless flags given override them.
-DEFAULT_FLAGS=(-metrics-bind-address=127.0.0.1:8080 -health-probe-bind-address=127.0.0.1:8081)
+# Metrics in plain HTTP without authentication (curl
+# http://127.0.0.1:8080/metrics), fine on loopback for a local run; in a
+# cluster the controller serves them over HTTPS to authorized callers only.
+DEFAULT_FLAGS=(-metrics-bind-address=127.0.0.1:8080 -metrics-secure=false -health-probe-bind-address=127.0.0.1:8081)
 
 if [[ -n "${KUBECONFIG:-}" ]]; then
 	echo "Running against the cluster of KUBECONFIG=${KUBECONFIG}" >&2

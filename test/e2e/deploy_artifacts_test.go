@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 // leaderElectionRole names the Role and RoleBinding of artifacts/deploy for
@@ -56,6 +57,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
 		"clusterrolebinding.rbac.authorization.k8s.io/" + deployName,
+		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"deployment.apps/" + deployName,

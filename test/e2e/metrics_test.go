@@ -162,7 +162,9 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 
 	foo := createFoo(t, newFoo(ns, "waits-for-sync", "waits-for-sync", nil))
 	kubeconfig := serviceAccountKubeconfig(t, ns, sa)
-	c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns, "-leader-elect=false")
+	// Plain metrics: the reviews that guard secure ones are cluster-scoped,
+	// beyond what this RoleBinding can grant.
+	c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns, "-leader-elect=false", "-metrics-secure=false")
 
 	unready := func(ctx context.Context) error {
 		if c.Exited() {

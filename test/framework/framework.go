@@ -70,6 +70,11 @@ type Cluster struct {
 	Config     *rest.Config
 	Kube       kubernetes.Interface
 	Sample     clientset.Interface
+
+	// scraperToken is the metrics scraper's token once set up
+	// (metrics_scraper.go).
+	scraperMu    sync.Mutex
+	scraperToken string
 }
 
 // startedClusters holds the clusters StartCluster started and Stop has not
@@ -122,7 +127,9 @@ func ConnectCluster(root, kubeconfig string) (*Cluster, error) {
 // Dir/logs for a post-mortem.
 func (c *Cluster) Stop() error {
 	if c.Dir == "" {
-		return nil
+		// A cluster of the user's keeps running: remove what the suite
+		// added to it.
+		return c.removeMetricsScraper(context.Background())
 	}
 	startedClustersMu.Lock()
 	delete(startedClusters, c)
@@ -349,6 +356,8 @@ func (p *Process) Log() string {
 // Controller is a running sample-controller with its HTTP endpoints.
 type Controller struct {
 	*Process
+	// scrapeToken is the token of its cluster's metrics scraper.
+	scrapeToken string
 }
 
 // StartController runs the controller binary against the cluster. Its
@@ -356,7 +365,14 @@ type Controller struct {
 // (port 0), so that concurrent processes never race for a port; MetricsURL
 // and ProbeURL read the actual addresses from its log. args come after the
 // defaults, so they can override them (e.g. -leader-elect=false).
+//
+// Metrics are served as by default, over HTTPS to authorized callers only;
+// the cluster's first call sets up its scraper, whose token ScrapeURL sends.
 func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
+	token, err := c.ensureMetricsScraper(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("setting up the metrics scraper: %w", err)
+	}
 	all := append([]string{
 		"-kubeconfig=" + c.Kubeconfig,
 		"-metrics-bind-address=127.0.0.1:0",
@@ -367,34 +383,41 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{Process: p}, nil
+	return &Controller{Process: p, scrapeToken: token}, nil
 }
 
-// MetricsURL is the controller's /metrics URL ("" if it never served).
+// MetricsURL is the controller's /metrics URL, https:// unless it runs
+// with -metrics-secure=false ("" if it never served).
 func (c *Controller) MetricsURL() string {
-	if addr := c.servingAddress("metrics"); addr != "" {
-		return "http://" + addr + "/metrics"
+	base := c.servingURL("metrics")
+	if base == "" {
+		return ""
 	}
-	return ""
+	url := base + "/metrics"
+	metricsTokens.Store(url, c.scrapeToken)
+	return url
 }
+
+// ScrapeToken is the bearer token ScrapeURL sends to this controller: that
+// of its cluster's metrics scraper.
+func (c *Controller) ScrapeToken() string { return c.scrapeToken }
 
 // ProbeURL is the base URL of the controller's probe server; append /healthz
 // or /readyz ("" if it never served).
 func (c *Controller) ProbeURL() string {
-	if addr := c.servingAddress("probes"); addr != "" {
-		return "http://" + addr
-	}
-	return ""
+	return c.servingURL("probes")
 }
 
-// servingAddress waits (up to a minute, or until the process exits) for the
-// controller's log line `"Serving" server="NAME" address="HOST:PORT"`.
-func (c *Controller) servingAddress(server string) string {
-	re := regexp.MustCompile(`"Serving" server="` + regexp.QuoteMeta(server) + `" address="([^"]+)"`)
+// servingURL waits (up to a minute, or until the process exits) for the
+// controller's log line
+// `"Serving" server="NAME" address="HOST:PORT" scheme="SCHEME"` and returns
+// SCHEME://HOST:PORT.
+func (c *Controller) servingURL(server string) string {
+	re := regexp.MustCompile(`"Serving" server="` + regexp.QuoteMeta(server) + `" address="([^"]+)" scheme="([^"]+)"`)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := re.FindStringSubmatch(c.Log()); m != nil {
-			return m[1]
+			return m[2] + "://" + m[1]
 		}
 		if c.Exited() || time.Now().After(deadline) {
 			return ""

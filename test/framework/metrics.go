@@ -17,85 +17,55 @@ limitations under the License.
 package framework
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// Sample is one series of a Prometheus text exposition.
+// Sample is one series of a Prometheus exposition: histograms and summaries
+// come as their _bucket (with label le), _sum and _count series, as
+// Prometheus stores them.
 type Sample struct {
 	Name   string
 	Labels map[string]string
 	Value  float64
 }
 
-// ParseMetrics reads the Prometheus text format: enough of it for counters
-// and gauges (comments skipped, label values without escaped quotes).
+// ParseMetrics reads the Prometheus text format with the Prometheus
+// ecosystem's own parser (github.com/prometheus/common/expfmt).
 func ParseMetrics(r io.Reader) ([]Sample, error) {
-	var samples []Sample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s := Sample{Labels: map[string]string{}}
-		rest := line
-		if i := strings.IndexByte(line, '{'); i >= 0 {
-			j := strings.LastIndexByte(line, '}')
-			if j < i {
-				return nil, fmt.Errorf("malformed metric line %q", line)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	familyList := make([]*dto.MetricFamily, 0, len(families))
+	for _, f := range families {
+		familyList = append(familyList, f)
+	}
+	vector, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, familyList...)
+	if err != nil {
+		return nil, err
+	}
+	samples := make([]Sample, 0, len(vector))
+	for _, v := range vector {
+		s := Sample{Name: string(v.Metric[model.MetricNameLabel]), Labels: map[string]string{}, Value: float64(v.Value)}
+		for k, lv := range v.Metric {
+			if k != model.MetricNameLabel {
+				s.Labels[string(k)] = string(lv)
 			}
-			s.Name = line[:i]
-			for _, pair := range splitLabels(line[i+1 : j]) {
-				k, v, ok := strings.Cut(pair, "=")
-				if ok {
-					s.Labels[k] = strings.Trim(v, "\"")
-				}
-			}
-			rest = line[j+1:]
-		} else {
-			name, r, _ := strings.Cut(line, " ")
-			s.Name, rest = name, r
 		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("no value in metric line %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metric line %q: %w", line, err)
-		}
-		s.Value = v
 		samples = append(samples, s)
 	}
-	return samples, sc.Err()
-}
-
-// splitLabels splits a="x",b="y,z" at the commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	inQuotes, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			inQuotes = !inQuotes
-		case ',':
-			if !inQuotes {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
+	return samples, nil
 }
 
 // Sum adds up the samples named name whose labels satisfy match (nil: all).
@@ -109,21 +79,49 @@ func Sum(samples []Sample, name string, match func(labels map[string]string) boo
 	return total
 }
 
-// ScrapeURL fetches and parses a /metrics endpoint over plain HTTP.
-func ScrapeURL(ctx context.Context, url string) ([]Sample, error) {
+// scrapeClient fetches /metrics. It does not verify the server's
+// certificate: the controller serves a self-signed one, generated in memory,
+// that nobody can verify. The bearer token is what protects the endpoint.
+var scrapeClient = &http.Client{
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed, see above
+	Timeout:   30 * time.Second,
+}
+
+// FetchMetrics GETs a /metrics URL with token as bearer token ("": none) and
+// returns the status code and body.
+func FetchMetrics(ctx context.Context, url, token string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := scrapeClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// ScrapeURL fetches and parses a controller's /metrics endpoint (a URL
+// from MetricsURL), HTTPS or plain HTTP, as its cluster's metrics scraper:
+// with the token of the ServiceAccount bound to the metrics-reader
+// ClusterRole, set up by the cluster's first StartController (see
+// metrics_scraper.go).
+func ScrapeURL(ctx context.Context, url string) ([]Sample, error) {
+	token, _ := metricsTokens.Load(url)
+	tokenString, _ := token.(string)
+	code, body, err := FetchMetrics(ctx, url, tokenString)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", url, code, Trim(body, 500))
 	}
-	return ParseMetrics(resp.Body)
+	return ParseMetrics(strings.NewReader(body))
 }
 
 // ScrapeAPIServer fetches and parses the API server's own /metrics.

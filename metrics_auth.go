@@ -1,0 +1,140 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+)
+
+// The metrics server delegates every decision to the API server, as
+// kube-controller-manager does for its own /metrics: a bearer token is
+// checked with a TokenReview, and the user it names with a SubjectAccessReview
+// for the non-resource URL asked for (verb get on /metrics). Whoever may read
+// /metrics is then decided by RBAC, e.g. the metrics-reader ClusterRole of
+// artifacts/deploy bound to Prometheus' ServiceAccount.
+//
+// The values are those of kube-controller-manager (k8s.io/apiserver's
+// DelegatingAuthenticationOptions and DelegatingAuthorizationOptions).
+const (
+	// metricsAuthCacheTTL is how long an answer, yes or no, to a TokenReview
+	// or a SubjectAccessReview is reused. A scraper asks every 15 to 60 s,
+	// so most scrapes cost the API server nothing, and a revoked binding
+	// stops working within 10 s.
+	metricsAuthCacheTTL = 10 * time.Second
+	// metricsAuthTimeout bounds one review request to the API server.
+	metricsAuthTimeout = 10 * time.Second
+)
+
+// metricsAuthRetryBackoff retries a review that failed (not one that said
+// no): 5 attempts over about 4 s, k8s.io/apiserver's
+// DefaultAuthWebhookRetryBackoff.
+func metricsAuthRetryBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+}
+
+// metricsAuthClientConfig is the client configuration for the reviews: a
+// client and a rate limiter of their own (CopyConfig would share kubeCfg's
+// limiter), so that a scrape is never held behind the client-side rate limit
+// of a busy controller, and a timeout so that a slow API server fails the
+// scrape rather than hanging it. The reviews are few: at most two per
+// scraper per cache TTL.
+func metricsAuthClientConfig(kubeCfg *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(kubeCfg)
+	// Not rest.AddUserAgent, which starts again from the binary's name.
+	cfg.UserAgent = kubeCfg.UserAgent + "/metrics-auth"
+	cfg.RateLimiter = nil
+	cfg.Timeout = metricsAuthTimeout
+	return cfg
+}
+
+// newMetricsAuth builds the delegating authenticator (TokenReview) and
+// authorizer (SubjectAccessReview) that guard /metrics, both caching their
+// answers for metricsAuthCacheTTL.
+func newMetricsAuth(client kubernetes.Interface) (authenticator.Request, authorizer.Authorizer, error) {
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		// No Anonymous: a request without a valid token is refused, never
+		// treated as system:anonymous.
+		TokenAccessReviewClient:  client.AuthenticationV1(),
+		TokenAccessReviewTimeout: metricsAuthTimeout,
+		WebhookRetryBackoff:      metricsAuthRetryBackoff(),
+		CacheTTL:                 metricsAuthCacheTTL,
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics authentication: %w", err)
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: client.AuthorizationV1(),
+		AllowCacheTTL:             metricsAuthCacheTTL,
+		DenyCacheTTL:              metricsAuthCacheTTL,
+		WebhookRetryBackoff:       metricsAuthRetryBackoff(),
+	}.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics authorization: %w", err)
+	}
+	return authn, authz, nil
+}
+
+// withDelegatedAuth answers 401 to a request whose bearer token the API
+// server does not vouch for (or that has none), 403 to one whose user may
+// not use the method on the path, and passes the others to next. The
+// request is a non-resource request: GET /metrics is checked as verb get on
+// the non-resource URL /metrics, as the API server would check it.
+func withDelegatedAuth(authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logger := klog.FromContext(r.Context())
+		resp, ok, err := authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			// A missing token is the normal case of an unconfigured scraper;
+			// its details are for debugging only.
+			logger.V(4).Info("Metrics request not authenticated", "remoteAddr", r.RemoteAddr, "err", err)
+			http.Error(w, http.StatusText(http.StatusUnauthorized), http.StatusUnauthorized)
+			return
+		}
+		attrs := authorizer.AttributesRecord{
+			User:            resp.User,
+			Verb:            strings.ToLower(r.Method),
+			Path:            r.URL.Path,
+			ResourceRequest: false,
+		}
+		decision, reason, err := authz.Authorize(r.Context(), attrs)
+		if err != nil {
+			// The SubjectAccessReview itself failed (after retries): neither
+			// yes nor no, so the caller may try again.
+			logger.Error(err, "Authorizing a metrics request", "user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path)
+			http.Error(w, "authorization failed, try again", http.StatusInternalServerError)
+			return
+		}
+		if decision != authorizer.DecisionAllow {
+			logger.V(4).Info("Metrics request denied", "user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path, "reason", reason)
+			http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

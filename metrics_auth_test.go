@@ -1,0 +1,298 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+const (
+	readerToken = "token-of-prometheus"
+	readerUser  = "system:serviceaccount:monitoring:prometheus"
+	otherToken  = "token-of-someone-else"
+	otherUser   = "system:serviceaccount:default:someone-else"
+)
+
+// reviewingClientset is a fake clientset whose reactors play the API
+// server's part: TokenReviews know two tokens, SubjectAccessReviews allow
+// readerUser to get /metrics and nobody anything else.
+func reviewingClientset() *fake.Clientset {
+	users := map[string]string{readerToken: readerUser, otherToken: otherUser}
+	client := fake.NewClientset()
+	client.PrependReactor("create", "tokenreviews", func(action core.Action) (bool, runtime.Object, error) {
+		review := action.(core.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		if user, ok := users[review.Spec.Token]; ok {
+			review.Status = authenticationv1.TokenReviewStatus{
+				Authenticated: true,
+				User:          authenticationv1.UserInfo{Username: user, Groups: []string{"system:serviceaccounts"}},
+			}
+		}
+		return true, review, nil
+	})
+	client.PrependReactor("create", "subjectaccessreviews", func(action core.Action) (bool, runtime.Object, error) {
+		review := action.(core.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		nr := review.Spec.NonResourceAttributes
+		review.Status.Allowed = review.Spec.User == readerUser && nr != nil && nr.Path == "/metrics" && nr.Verb == "get"
+		return true, review, nil
+	})
+	return client
+}
+
+// reviewServer is an API server that answers the reviews sent to it with the
+// fake clientset, which records them as actions. The delegating
+// authenticator and authorizer post their reviews through the typed
+// clients' RESTClient, which a fake clientset does not have, so they must be
+// given a real clientset talking HTTP; this is where it talks to.
+func reviewServer(t *testing.T, fakeClient *fake.Clientset) kubernetes.Interface {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("POST /apis/authentication.k8s.io/v1/tokenreviews",
+		answerReview(fakeClient.AuthenticationV1().TokenReviews().Create))
+	mux.Handle("POST /apis/authorization.k8s.io/v1/subjectaccessreviews",
+		answerReview(fakeClient.AuthorizationV1().SubjectAccessReviews().Create))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// answerReview decodes a posted review, has create answer it, and writes the
+// answer back.
+func answerReview[T runtime.Object](create func(context.Context, T, metav1.CreateOptions) (T, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review T
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer, err := create(r.Context(), review, metav1.CreateOptions{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
+	})
+}
+
+// guardedServer serves a stand-in for /metrics behind withDelegatedAuth,
+// with a fresh authenticator and authorizer (so fresh caches) asking the
+// reviewing fake clientset it returns.
+func guardedServer(t *testing.T) (*httptest.Server, *fake.Clientset) {
+	t.Helper()
+	fakeClient := reviewingClientset()
+	authn, authz, err := newMetricsAuth(reviewServer(t, fakeClient))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
+	})
+	srv := httptest.NewServer(withDelegatedAuth(authn, authz, metrics))
+	t.Cleanup(srv.Close)
+	return srv, fakeClient
+}
+
+// getMetrics GETs /metrics with an optional bearer token and returns the
+// status code and body.
+func getMetrics(t *testing.T, srv *httptest.Server, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// review is what one action sent: the token of a TokenReview, or the user,
+// groups and non-resource attributes of a SubjectAccessReview.
+type review struct {
+	resource string
+	token    string
+	user     string
+	groups   []string
+	nonRes   authorizationv1.NonResourceAttributes
+}
+
+// reviewsSent lists the reviews in the fake clientset's actions, failing on
+// any action that is not the create of a review.
+func reviewsSent(t *testing.T, client *fake.Clientset) []review {
+	t.Helper()
+	var out []review
+	for _, a := range client.Actions() {
+		create, ok := a.(core.CreateAction)
+		if !ok || a.GetVerb() != "create" {
+			t.Errorf("unexpected action %s %s", a.GetVerb(), a.GetResource())
+			continue
+		}
+		switch obj := create.GetObject().(type) {
+		case *authenticationv1.TokenReview:
+			out = append(out, review{resource: "tokenreviews", token: obj.Spec.Token})
+		case *authorizationv1.SubjectAccessReview:
+			r := review{resource: "subjectaccessreviews", user: obj.Spec.User, groups: obj.Spec.Groups}
+			if obj.Spec.NonResourceAttributes != nil {
+				r.nonRes = *obj.Spec.NonResourceAttributes
+			} else {
+				t.Errorf("SubjectAccessReview of a resource: %+v", obj.Spec.ResourceAttributes)
+			}
+			out = append(out, r)
+		default:
+			t.Errorf("unexpected create of %s", a.GetResource())
+		}
+	}
+	return out
+}
+
+func TestMetricsAuthStatusAndReviews(t *testing.T) {
+	getMetricsReview := authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}
+	// The authenticator adds system:authenticated to the groups the
+	// TokenReview returned, as the API server does.
+	groups := []string{"system:serviceaccounts", "system:authenticated"}
+	for _, tc := range []struct {
+		name        string
+		token       string
+		wantCode    int
+		wantReviews []review
+	}{
+		{
+			name:     "no token is 401 without asking the API server",
+			wantCode: http.StatusUnauthorized,
+		},
+		{
+			name:        "unknown token is 401 after a TokenReview",
+			token:       "not-a-token",
+			wantCode:    http.StatusUnauthorized,
+			wantReviews: []review{{resource: "tokenreviews", token: "not-a-token"}},
+		},
+		{
+			name:     "user without get on /metrics is 403",
+			token:    otherToken,
+			wantCode: http.StatusForbidden,
+			wantReviews: []review{
+				{resource: "tokenreviews", token: otherToken},
+				{resource: "subjectaccessreviews", user: otherUser, groups: groups, nonRes: getMetricsReview},
+			},
+		},
+		{
+			name:     "user allowed to get /metrics is 200",
+			token:    readerToken,
+			wantCode: http.StatusOK,
+			wantReviews: []review{
+				{resource: "tokenreviews", token: readerToken},
+				{resource: "subjectaccessreviews", user: readerUser, groups: groups, nonRes: getMetricsReview},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, fakeClient := guardedServer(t)
+			code, body := getMetrics(t, srv, tc.token)
+			if code != tc.wantCode {
+				t.Errorf("status %d, want %d; body %q", code, tc.wantCode, body)
+			}
+			if wantBody := code == http.StatusOK; wantBody != (body == "samplecontroller_reconcile_total 1\n") {
+				t.Errorf("status %d with body %q", code, body)
+			}
+			if got := reviewsSent(t, fakeClient); !reflect.DeepEqual(got, tc.wantReviews) {
+				t.Errorf("reviews sent:\n%+v\nwant:\n%+v", got, tc.wantReviews)
+			}
+		})
+	}
+}
+
+// A scraper asks every few seconds; within the cache TTL its requests cost
+// the API server nothing, whether they are allowed or denied.
+func TestMetricsAuthCachesReviews(t *testing.T) {
+	srv, fakeClient := guardedServer(t)
+	for _, token := range []string{readerToken, otherToken} {
+		for range 3 {
+			getMetrics(t, srv, token)
+		}
+	}
+	if n := len(reviewsSent(t, fakeClient)); n != 4 {
+		t.Errorf("%d reviews for 3 requests each of 2 users, want 4 (one TokenReview and one SubjectAccessReview per user)", n)
+	}
+}
+
+// Other methods are other verbs: get on /metrics does not allow them.
+func TestMetricsAuthChecksTheRequestVerb(t *testing.T) {
+	srv, fakeClient := guardedServer(t)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+readerToken)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST /metrics: %d, want 403", resp.StatusCode)
+	}
+	reviews := reviewsSent(t, fakeClient)
+	if len(reviews) != 2 || reviews[1].nonRes != (authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "post"}) {
+		t.Errorf("reviews sent: %+v, want a SubjectAccessReview of post /metrics", reviews)
+	}
+}
+
+// The reviews' client must not share the controller's rate limiter, nor
+// wait forever on a slow API server.
+func TestMetricsAuthClientHasItsOwnLimiterAndTimeout(t *testing.T) {
+	kubeCfg := &rest.Config{Host: "https://example.invalid", QPS: 5, Burst: 10, UserAgent: "sample-controller"}
+	kubeCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(kubeCfg.QPS, kubeCfg.Burst)
+	cfg := metricsAuthClientConfig(kubeCfg)
+	if cfg.RateLimiter != nil {
+		t.Error("the reviews share the controller's rate limiter")
+	}
+	if cfg.Timeout != metricsAuthTimeout || cfg.UserAgent != "sample-controller/metrics-auth" || cfg.Host != kubeCfg.Host {
+		t.Errorf("config: timeout %v, user agent %q, host %q", cfg.Timeout, cfg.UserAgent, cfg.Host)
+	}
+	if kubeCfg.Timeout != 0 || kubeCfg.UserAgent != "sample-controller" {
+		t.Error("the controller's config was modified")
+	}
+}
