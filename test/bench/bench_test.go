@@ -29,8 +29,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,30 +178,6 @@ func (b *bench) poll(timeout time.Duration, what string, cond func(context.Conte
 	}
 }
 
-// parallel runs fn(i) for i in [0,n) on floorWorkers goroutines.
-func parallel(n int, fn func(i int) error) error {
-	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range floorWorkers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
-}
-
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
 // benchDeployment is what the controller creates for a Foo: the same shape
@@ -237,7 +211,7 @@ func newFoo(ns, name string) *samplev1alpha1.Foo {
 // createFoos creates n Foos (not timed).
 func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
 	foos := make([]*samplev1alpha1.Foo, n)
-	err := parallel(n, func(i int) error {
+	err := framework.Parallel(n, floorWorkers, func(i int) error {
 		f, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Create(b.ctx, newFoo(ns, fooName(i)), metav1.CreateOptions{})
 		foos[i] = f
 		return err
@@ -254,7 +228,7 @@ func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
 func (b *bench) measureFloor() time.Duration {
 	foos := b.createFoos(floorNS, numFoos)
 	start := time.Now()
-	err := parallel(numFoos, func(i int) error {
+	err := framework.Parallel(numFoos, floorWorkers, func(i int) error {
 		foo := foos[i]
 		if _, err := b.kube.AppsV1().Deployments(floorNS).Create(b.ctx, benchDeployment(floorNS, foo.Name, foo), metav1.CreateOptions{}); err != nil {
 			return err
@@ -543,7 +517,7 @@ func (b *bench) peakRSS(name string) int64 {
 func (b *bench) measureRSS() {
 	without := b.peakRSS("controller-rss-without")
 	start := time.Now()
-	err := parallel(numUnrelated, func(i int) error {
+	err := framework.Parallel(numUnrelated, floorWorkers, func(i int) error {
 		d := benchDeployment(benchNS, fmt.Sprintf("unrelated-%05d", i), nil)
 		d.Spec.Replicas = ptr.To[int32](0)
 		d.Spec.Paused = true // no ReplicaSets: only the Deployments themselves

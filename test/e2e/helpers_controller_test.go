@@ -121,6 +121,26 @@ func reconciles(samples []framework.Sample, result string) float64 {
 	})
 }
 
+// expectExitSaying waits for the controller to exit, and fails the test
+// unless it exited non-zero with every one of wants in its log.
+func expectExitSaying(t *testing.T, c *framework.Controller, timeout time.Duration, wants ...string) {
+	t.Helper()
+	code, err := c.Wait(timeout)
+	if err != nil {
+		t.Fatalf("waiting for the controller to exit: %v", err)
+	}
+	log := c.Log()
+	if code == 0 {
+		t.Fatalf("exit code 0, want non-zero; log:\n%s", framework.Trim(log, 3000))
+	}
+	for _, want := range wants {
+		if !strings.Contains(log, want) {
+			t.Errorf("log does not say %q:\n%s", want, framework.Trim(log, 3000))
+		}
+	}
+	t.Logf("exit code %d", code)
+}
+
 // queueDepth is workqueue_depth of the controller's Foo queues: the one
 // workers take from and the backlog behind it.
 func queueDepth(samples []framework.Sample) float64 {

@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 func int32p(i int32) *int32 { return &i }
@@ -71,33 +71,16 @@ func createFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 func createFoos(t *testing.T, ns, prefix string, n int) []string {
 	t.Helper()
 	names := make([]string, n)
-	work := make(chan string, n)
 	for i := range n {
 		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
-		work <- names[i]
 	}
-	close(work)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
 	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
-	for range 8 {
-		wg.Go(func() {
-			for name := range work {
-				_, err := foos.Create(context.Background(), newFoo(ns, name, name, nil), metav1.CreateOptions{})
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatalf("creating %d Foos: %v", n, firstErr)
+	err := framework.Parallel(n, 8, func(i int) error {
+		_, err := foos.Create(context.Background(), newFoo(ns, names[i], names[i], nil), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("creating %d Foos: %v", n, err)
 	}
 	return names
 }

@@ -19,12 +19,10 @@ limitations under the License.
 package e2e
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 // Without the CRD the controller says what to do and exits non-zero.
@@ -37,18 +35,5 @@ func TestWithoutCRDControllerExitsNonZeroSayingWhatToDo(t *testing.T) {
 	deleteCRD(t)
 
 	c := startController(t, "controller", controllerArgs(ns)...)
-	code, err := c.Wait(10 * time.Second)
-	if err != nil {
-		t.Fatalf("controller without the Foo CRD: %v", err)
-	}
-	log := c.Log()
-	if code == 0 {
-		t.Fatalf("exit code 0 without the Foo CRD; log:\n%s", framework.Trim(log, 3000))
-	}
-	for _, want := range []string{samplev1alpha1.FooCRDName, "kubectl apply -f " + crdManifest} {
-		if !strings.Contains(log, want) {
-			t.Errorf("log does not mention %q:\n%s", want, framework.Trim(log, 3000))
-		}
-	}
-	t.Logf("exit code %d", code)
+	expectExitSaying(t, c, 10*time.Second, samplev1alpha1.FooCRDName, "kubectl apply -f "+crdManifest)
 }

@@ -82,19 +82,7 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			waitFooDiscovery(t, name, tc.discovery)
 
 			c := startController(t, "controller", controllerArgs(ns)...)
-			code, err := c.Wait(30 * time.Second)
-			if err != nil {
-				t.Fatalf("controller on an outdated CRD: %v", err)
-			}
-			log := c.Log()
-			if code == 0 {
-				t.Fatalf("exit code 0 on an outdated CRD; log:\n%s", framework.Trim(log, 3000))
-			}
-			for _, want := range []string{samplev1alpha1.FooCRDName + " is outdated", tc.missing, "kubectl apply -f " + crdManifest} {
-				if !strings.Contains(log, want) {
-					t.Errorf("log does not say %q:\n%s", want, framework.Trim(log, 3000))
-				}
-			}
+			expectExitSaying(t, c, 30*time.Second, samplev1alpha1.FooCRDName+" is outdated", tc.missing, "kubectl apply -f "+crdManifest)
 		})
 	}
 }
