@@ -77,8 +77,10 @@ type Controller struct {
 	// workqueue holds the keys of Foos to sync (see queue.go).
 	workqueue *fooQueue
 
-	// prunedStatus remembers, per Foo UID, the last status the API server
-	// pruned (see updateFooStatus): such a write is made and reported once.
+	// statusWrites remembers the Foo versions the last status writes
+	// replaced, and prunedStatus the last status the API server pruned, per
+	// Foo UID (see updateFooStatus).
+	statusWrites statusWriteMemory
 	prunedStatus prunedStatusMemory
 
 	recorder         record.EventRecorder

@@ -149,6 +149,7 @@ func fooControllerRef(object metav1.Object) *metav1.OwnerReference {
 // Foo. Its Deployment is the garbage collector's to delete.
 func (c *Controller) handleFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
+		c.statusWrites.forget(object.GetUID())
 		c.prunedStatus.forget(object.GetUID())
 	}
 }

@@ -219,6 +219,13 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.sameAsPruned(foo.UID, status) {
 		return false, nil
 	}
+	if c.statusWrites.notSeenYet(foo) {
+		// The cache still holds the Foo our last status write replaced:
+		// this status was computed from stale data, and the write would
+		// only be answered 409. Retry once the watch has caught up.
+		return false, apierrors.NewConflict(samplev1alpha1.Resource("foos"), foo.Name,
+			fmt.Errorf("the cache has not seen the controller's last status write yet"))
+	}
 	patch, err := json.Marshal([]jsonPatchOperation{
 		{Op: "replace", Path: "/metadata/resourceVersion", Value: foo.ResourceVersion},
 		{Op: "add", Path: "/status", Value: status},
@@ -231,6 +238,7 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 	if err != nil {
 		return false, err
 	}
+	c.statusWrites.written(foo, updated)
 	if pruned := prunedStatusFields(status, updated.Status); len(pruned) > 0 {
 		c.reportPrunedStatus(ctx, foo, status, pruned)
 	} else {
@@ -272,6 +280,51 @@ func (c *Controller) reportPrunedStatus(ctx context.Context, foo *samplev1alpha1
 		"update it with: kubectl apply -f artifacts/examples/crd.yaml", strings.Join(pruned, ", "), samplev1alpha1.FooCRDName)
 	klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server", "fields", pruned, "crd", samplev1alpha1.FooCRDName)
 	c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned, message)
+}
+
+// statusWriteMemory remembers, per Foo, the resourceVersion its last status
+// write replaced, until the cache shows a newer Foo: the expectations of
+// kube-controller-manager's controllers, for one write. A Deployment event can
+// reach the controller before the watch delivers its own status write; a sync
+// then would compute status from the Foo as it was before that write. Its
+// zero value is ready to use.
+type statusWriteMemory struct {
+	mu       sync.Mutex
+	replaced map[types.UID]string
+}
+
+// written records a successful status write of foo (as cached) that the API
+// server stored as updated.
+func (m *statusWriteMemory) written(foo, updated *samplev1alpha1.Foo) {
+	if updated.ResourceVersion == foo.ResourceVersion {
+		return // nothing changed on the server: no watch event will come
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.replaced == nil {
+		m.replaced = map[types.UID]string{}
+	}
+	m.replaced[foo.UID] = foo.ResourceVersion
+}
+
+// notSeenYet reports whether the cached foo is the version the last status
+// write replaced. Once the cache has moved on, the record is dropped.
+func (m *statusWriteMemory) notSeenYet(foo *samplev1alpha1.Foo) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rv, ok := m.replaced[foo.UID]
+	if ok && rv != foo.ResourceVersion {
+		delete(m.replaced, foo.UID)
+		return false
+	}
+	return ok
+}
+
+// forget drops the record of a deleted Foo.
+func (m *statusWriteMemory) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.replaced, uid)
 }
 
 // prunedStatusMemory remembers, per Foo, the last status the API server

@@ -184,3 +184,45 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 		t.Fatal("test setup: the pruned Foo must have no condition")
 	}
 }
+
+// A Deployment event can reach the controller before the watch delivers its
+// own last status write. A sync then works on the Foo as it was before that
+// write: it sends nothing and is retried once the cache has caught up.
+func TestStatusIsNotWrittenFromACacheBehindOurOwnWrite(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	foo.ResourceVersion = "1"
+	d := ownedDeployment(t, foo)
+	d.Status.AvailableReplicas = 0 // rolling out
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+	f.sync(foo) // builds the controller
+	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
+		stored := foo.DeepCopy()
+		stored.ResourceVersion = "2"
+		return true, stored, nil
+	})
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+
+	// The Deployment becomes available before the Foo's watch event.
+	available := d.DeepCopy()
+	available.Status.AvailableReplicas = 1
+	f.controller.deploymentsIndexer.Update(available)
+	err := f.sync(foo)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync on a cache behind our write: error %v, want a conflict to retry quietly", err)
+	}
+	f.expectFooWrites()
+
+	// The watch catches up: the next sync writes the new status.
+	caughtUp := foo.DeepCopy()
+	caughtUp.ResourceVersion = "2"
+	f.controller.foosIndexer.Update(caughtUp)
+	if err := f.sync(caughtUp); err != nil {
+		t.Fatal(err)
+	}
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+}
