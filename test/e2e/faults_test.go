@@ -414,11 +414,6 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 	return level
 }
 
-// creates sums the controller's POST requests.
-func creates(samples []framework.Sample) float64 {
-	return framework.Sum(samples, "rest_client_requests_total", func(l map[string]string) bool { return l["method"] == "POST" })
-}
-
 // rejectedRequests sums apiserver_flowcontrol_rejected_requests_total of a
 // priority level.
 func rejectedRequests(samples []framework.Sample, level string) float64 {
@@ -511,7 +506,7 @@ func testNamespaceDeleted(t *testing.T, n int) {
 		if d := reconciles(now, "error") - reconciles(settled, "error"); d > 0 {
 			return fmt.Errorf("%.0f more failed syncs", d)
 		}
-		if d := creates(now) - creates(settled); d > 0 {
+		if d := createRequests(now) - createRequests(settled); d > 0 {
 			return fmt.Errorf("%.0f more create requests", d)
 		}
 		return nil
