@@ -82,7 +82,8 @@ type crdSchema struct {
 	Default    json.RawMessage      `json:"default"`
 }
 
-// fooVersion reads the CRD and returns it with its one version, v1alpha1.
+// generatedFooVersion reads the CRD and returns it with its one version,
+// v1alpha1.
 func generatedFooVersion(t *testing.T) (*generatedCRD, *crdVersion) {
 	t.Helper()
 	data, err := os.ReadFile(crdPath)

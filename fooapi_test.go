@@ -25,10 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// shippedCRD is artifacts/examples/crd.yaml, decoded as the check reads it.
+// shippedCRD is the generated CRD (crdPath), decoded into maps a test can edit.
 func shippedCRD(t *testing.T) map[string]interface{} {
 	t.Helper()
-	data, err := os.ReadFile("artifacts/examples/crd.yaml")
+	data, err := os.ReadFile(crdPath)
 	if err != nil {
 		t.Fatal(err)
 	}

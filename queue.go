@@ -56,8 +56,8 @@ type fooQueue struct {
 
 // Tuning of the backlog feeder.
 const (
-	// backlogLowWater: backlog keys are moved while fewer than this many
-	// keys wait for a worker. A few per worker keeps every worker busy
+	// backlogLowWaterPerWorker: backlog keys are moved while fewer than this
+	// many keys per worker wait for one. A few per worker keeps every worker busy
 	// without letting the backlog crowd out what comes next.
 	backlogLowWaterPerWorker = 2
 	// backlogMaxWait: the longest a backlog key waits behind fresh ones.
