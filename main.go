@@ -58,6 +58,7 @@ type options struct {
 
 	metricsAddr   string
 	metricsSecure bool
+	profiling     bool
 	tlsCertFile   string
 	tlsKeyFile    string
 	probeAddr     string
@@ -80,6 +81,7 @@ func addFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics, over HTTPS to callers allowed by the API server unless -metrics-secure=false. 0 disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, and only to callers whose bearer token the API server accepts (TokenReview) and who may get the non-resource URL /metrics (SubjectAccessReview), e.g. bound to the metrics-reader ClusterRole. false serves plain HTTP to anyone who can connect: for local runs only.")
+	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's pprof profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on the metrics server, guarded like /metrics: by default only to callers the API server allows get on the non-resource URLs /debug/pprof/* (the metrics-reader ClusterRole does not grant it), with -metrics-secure=false to anyone. Off by default, unlike kube-controller-manager's --profiling: profiles reveal more than metrics, so a least-privilege controller serves them only when asked. No effect with -metrics-bind-address=0 (no metrics server).")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate (followed by any intermediates) of the HTTPS metrics server; reloaded when the file changes. Default: a self-signed certificate generated in memory at start.")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address to serve the /healthz and /readyz probes on. 0 disables it.")

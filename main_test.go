@@ -37,7 +37,7 @@ func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o := addFlags(fs)
 	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 ||
-		o.metricsAddr != ":8443" || !o.metricsSecure || o.tlsCertFile != "" || o.tlsKeyFile != "" || o.probeAddr != ":8081" || o.namespace != "" {
+		o.metricsAddr != ":8443" || !o.metricsSecure || o.profiling || o.tlsCertFile != "" || o.tlsKeyFile != "" || o.probeAddr != ":8081" || o.namespace != "" {
 		t.Errorf("defaults: %+v", o)
 	}
 	le := o.leaderElection
@@ -46,11 +46,11 @@ func TestFlags(t *testing.T) {
 		t.Errorf("leader election defaults: %+v", le)
 	}
 	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
-		"-kube-api-burst=60", "-leader-elect=false", "-v=4", "-logging-format=json"}); err != nil {
+		"-kube-api-burst=60", "-leader-elect=false", "-profiling", "-v=4", "-logging-format=json"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.namespace != "team-a" || o.workers != 3 || o.resyncPeriod != time.Minute || o.kubeAPIQPS != 50 ||
-		o.kubeAPIBurst != 60 || o.leaderElection.enabled || o.logging.Format != "json" || o.logging.Verbosity != 4 {
+		o.kubeAPIBurst != 60 || o.leaderElection.enabled || !o.profiling || o.logging.Format != "json" || o.logging.Verbosity != 4 {
 		t.Errorf("parsed: %+v, logging %+v", o, o.logging)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -37,17 +38,36 @@ import (
 )
 
 const (
-	readerToken = "token-of-prometheus"
-	readerUser  = "system:serviceaccount:monitoring:prometheus"
-	otherToken  = "token-of-someone-else"
-	otherUser   = "system:serviceaccount:default:someone-else"
+	readerToken   = "token-of-prometheus"
+	readerUser    = "system:serviceaccount:monitoring:prometheus"
+	profilerToken = "token-of-a-profiler"
+	profilerUser  = "system:serviceaccount:default:profiler"
+	otherToken    = "token-of-someone-else"
+	otherUser     = "system:serviceaccount:default:someone-else"
 )
 
+// nonResourceGrants is what RBAC grants each user: verb get on these
+// non-resource URLs. readerUser has the metrics-reader ClusterRole;
+// profilerUser has the profile-reader ClusterRole of docs/operations.md.
+var nonResourceGrants = map[string][]string{
+	readerUser:   {"/metrics"},
+	profilerUser: {"/debug/pprof/*"},
+}
+
+// nonResourceURLMatches is RBAC's rule for nonResourceURLs
+// (k8s.io/kubernetes/pkg/apis/rbac/v1.NonResourceURLMatches): equal, or a
+// prefix when the rule ends in "*".
+func nonResourceURLMatches(rule, path string) bool {
+	return rule == "*" || rule == path ||
+		(strings.HasSuffix(rule, "*") && strings.HasPrefix(path, strings.TrimSuffix(rule, "*")))
+}
+
 // reviewingClientset is a fake clientset whose reactors play the API
-// server's part: TokenReviews know two tokens, SubjectAccessReviews allow
-// readerUser to get /metrics and nobody anything else.
+// server's part: TokenReviews know three tokens, SubjectAccessReviews allow
+// get on the non-resource URLs of nonResourceGrants, as RBAC would, and
+// nothing else.
 func reviewingClientset() *fake.Clientset {
-	users := map[string]string{readerToken: readerUser, otherToken: otherUser}
+	users := map[string]string{readerToken: readerUser, profilerToken: profilerUser, otherToken: otherUser}
 	client := fake.NewClientset()
 	client.PrependReactor("create", "tokenreviews", func(action core.Action) (bool, runtime.Object, error) {
 		review := action.(core.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
@@ -61,8 +81,11 @@ func reviewingClientset() *fake.Clientset {
 	})
 	client.PrependReactor("create", "subjectaccessreviews", func(action core.Action) (bool, runtime.Object, error) {
 		review := action.(core.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
-		nr := review.Spec.NonResourceAttributes
-		review.Status.Allowed = review.Spec.User == readerUser && nr != nil && nr.Path == "/metrics" && nr.Verb == "get"
+		if nr := review.Spec.NonResourceAttributes; nr != nil && nr.Verb == "get" {
+			for _, rule := range nonResourceGrants[review.Spec.User] {
+				review.Status.Allowed = review.Status.Allowed || nonResourceURLMatches(rule, nr.Path)
+			}
+		}
 		return true, review, nil
 	})
 	return client
@@ -113,15 +136,20 @@ func answerReview[T runtime.Object](create func(context.Context, T, metav1.Creat
 // reviewing fake clientset it returns.
 func guardedServer(t *testing.T) (*httptest.Server, *fake.Clientset) {
 	t.Helper()
+	return guardedServerOf(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
+	}))
+}
+
+// guardedServerOf is guardedServer serving handler.
+func guardedServerOf(t *testing.T, handler http.Handler) (*httptest.Server, *fake.Clientset) {
+	t.Helper()
 	fakeClient := reviewingClientset()
 	authn, authz, err := newMetricsAuth(reviewServer(t, fakeClient))
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
-	})
-	srv := httptest.NewServer(withDelegatedAuth(authn, authz, metrics))
+	srv := httptest.NewServer(withDelegatedAuth(authn, authz, handler))
 	t.Cleanup(srv.Close)
 	return srv, fakeClient
 }
@@ -130,7 +158,14 @@ func guardedServer(t *testing.T) (*httptest.Server, *fake.Clientset) {
 // status code and body.
 func getMetrics(t *testing.T, srv *httptest.Server, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	return getPath(t, srv, "/metrics", token)
+}
+
+// getPath GETs path with an optional bearer token, following redirects, and
+// returns the status code and body.
+func getPath(t *testing.T, srv *httptest.Server, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,6 +312,57 @@ func TestMetricsAuthChecksTheRequestVerb(t *testing.T) {
 	reviews := reviewsSent(t, fakeClient)
 	if len(reviews) != 2 || reviews[1].nonRes != (authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "post"}) {
 		t.Errorf("reviews sent: %+v, want a SubjectAccessReview of post /metrics", reviews)
+	}
+}
+
+// With -profiling, each profile is authorized on its own path: the
+// SubjectAccessReview names the request path, so RBAC's /debug/pprof/*
+// grants the profiles, and get on /metrics does not.
+func TestProfilesAreAuthorizedOnTheirOwnPath(t *testing.T) {
+	for _, tc := range []struct {
+		name, token, path string
+		wantCode          int
+	}{
+		{name: "profile reader gets the index", token: profilerToken, path: "/debug/pprof/", wantCode: http.StatusOK},
+		{name: "profile reader gets the heap profile", token: profilerToken, path: "/debug/pprof/heap", wantCode: http.StatusOK},
+		{name: "metrics reader is refused the heap profile", token: readerToken, path: "/debug/pprof/heap", wantCode: http.StatusForbidden},
+		{name: "profile reader is refused /metrics", token: profilerToken, path: "/metrics", wantCode: http.StatusForbidden},
+		// The mux would redirect it to /debug/pprof/, but it is refused
+		// first: /debug/pprof/* does not match it.
+		{name: "without the trailing slash is not under /debug/pprof/*", token: profilerToken, path: "/debug/pprof", wantCode: http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, fakeClient := guardedServerOf(t, metricsHandler(true))
+			code, body := getPath(t, srv, tc.path, tc.token)
+			if code != tc.wantCode {
+				t.Errorf("GET %s: status %d, want %d; body %.200q", tc.path, code, tc.wantCode, body)
+			}
+			reviews := reviewsSent(t, fakeClient)
+			want := authorizationv1.NonResourceAttributes{Path: tc.path, Verb: "get"}
+			if len(reviews) != 2 || reviews[1].nonRes != want {
+				t.Errorf("reviews sent: %+v, want a TokenReview and a SubjectAccessReview of %+v", reviews, want)
+			}
+		})
+	}
+}
+
+// The review names the path as requested, so a path with ".." could match a
+// prefix rule it leads out of; the mux serves only clean paths, redirecting
+// the others, and the redirect is authorized on its own.
+func TestDotDotOutOfAProfilePathIsAuthorizedWhereItLeads(t *testing.T) {
+	srv, fakeClient := guardedServerOf(t, metricsHandler(true))
+	code, body := getPath(t, srv, "/debug/pprof/../../metrics", profilerToken)
+	if code != http.StatusForbidden {
+		t.Errorf("status %d, want 403; body %.200q", code, body)
+	}
+	var paths []string
+	for _, r := range reviewsSent(t, fakeClient) {
+		if r.resource == "subjectaccessreviews" {
+			paths = append(paths, r.nonRes.Path)
+		}
+	}
+	if len(paths) == 0 || paths[len(paths)-1] != "/metrics" {
+		t.Errorf("SubjectAccessReviews of %q, want the last one of /metrics", paths)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -61,10 +62,26 @@ func healthHandler(checks []healthCheck) http.Handler {
 }
 
 // metricsHandler serves the Prometheus registry the controller and client-go
-// report to.
-func metricsHandler() http.Handler {
+// report to at /metrics and, with profiling, Go's runtime profiles under
+// /debug/pprof/, as kube-controller-manager's --profiling does. Both sit
+// behind whatever guards the metrics server (see serveMetrics), each path
+// authorized on its own.
+func metricsHandler(profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
+	if profiling {
+		// Registered here, on the one mux the metrics server serves.
+		// Importing net/http/pprof also registers these handlers on
+		// http.DefaultServeMux, but no server of this binary serves that
+		// mux, so they are reachable only here and only when asked for.
+		// Index serves the named profiles too (heap, goroutine, allocs,
+		// block, mutex, threadcreate): /debug/pprof/heap is Index.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
@@ -124,18 +141,27 @@ func serverDisabled(addr string) bool {
 	return addr == "0" || addr == ""
 }
 
-// serveMetrics serves /metrics on -metrics-bind-address: by default over
-// HTTPS to the callers the API server authenticates and authorizes (see
-// metrics_auth.go), with -metrics-secure=false over plain HTTP to anyone.
-// The reviews are sent with the controller's own credentials, built from
-// kubeCfg.
+// serveMetrics serves /metrics (and, with -profiling, /debug/pprof/) on
+// -metrics-bind-address: by default over HTTPS to the callers the API server
+// authenticates and authorizes (see metrics_auth.go), with
+// -metrics-secure=false over plain HTTP to anyone. The reviews are sent with
+// the controller's own credentials, built from kubeCfg.
 func serveMetrics(ctx context.Context, o *options, kubeCfg *rest.Config) error {
+	logger := klog.FromContext(ctx)
 	if serverDisabled(o.metricsAddr) {
+		if o.profiling {
+			// Profiles have no server of their own: say so rather than
+			// leave the operator wondering why /debug/pprof/ is not there.
+			logger.Info("Profiling is not served: -profiling needs the metrics server, which -metrics-bind-address disables")
+		}
 		return nil
 	}
+	if o.profiling {
+		logger.Info("Serving Go profiles at /debug/pprof/ on the metrics server (-profiling)")
+	}
 	if !o.metricsSecure {
-		klog.FromContext(ctx).Info("Metrics are served over plain HTTP to anyone, without authentication (-metrics-secure=false)")
-		return serve(ctx, "metrics", o.metricsAddr, metricsHandler())
+		logger.Info("Metrics are served over plain HTTP to anyone, without authentication (-metrics-secure=false)")
+		return serve(ctx, "metrics", o.metricsAddr, metricsHandler(o.profiling))
 	}
 	tlsConfig, err := servingTLSConfig(ctx, o.tlsCertFile, o.tlsKeyFile)
 	if err != nil {
@@ -149,5 +175,5 @@ func serveMetrics(ctx context.Context, o *options, kubeCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	return serveWithTLS(ctx, "metrics", o.metricsAddr, withDelegatedAuth(authn, authz, metricsHandler()), tlsConfig)
+	return serveWithTLS(ctx, "metrics", o.metricsAddr, withDelegatedAuth(authn, authz, metricsHandler(o.profiling)), tlsConfig)
 }
