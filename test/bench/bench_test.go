@@ -19,6 +19,13 @@ limitations under the License.
 // Package bench measures the controller on a local control plane ("make
 // bench"); docs/performance.md records the results. It prints figures beside
 // a floor measured in the same run and asserts nothing about time.
+//
+// The files, in the order the bench runs them: series_test.go (at each N,
+// floor and controller runs alternating), startup_test.go (at the largest N:
+// fresh Foos during a cold start, a restart, a failover), atrest_test.go (at
+// the smallest N: writes at rest, change latency, unrelated Deployments),
+// curve_test.go (the CSV and the SVG chart in docs/). tracker_test.go follows
+// a namespace's objects through watches; proc_test.go reads /proc.
 package bench
 
 import (
@@ -26,18 +33,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -49,18 +55,15 @@ import (
 
 // Parameters, from the environment.
 var (
-	numFoos      = envInt("BENCH_FOOS", 1000)
+	// sizes is BENCH_SCALE: the numbers of Foos to measure at, in one
+	// control plane.
+	sizes        = envInts("BENCH_SCALE", []int{1000})
+	numRuns      = envInt("BENCH_RUNS", 3)
 	numUnrelated = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000)
 	numChanges   = envInt("BENCH_SPEC_CHANGES", 50)
-	resyncPeriod = 10 * time.Second
+	// floorWorkers is how many goroutines write the floor, as many as the
+	// controller's default -workers.
 	floorWorkers = 8
-	benchNS      = "bench"
-	// benchClassicNS holds a second set of Foos for a run with the classic
-	// sample-controller's 2 workers, for comparison with the default.
-	benchClassicNS = "bench-classic"
-	classicWorkers = 2
-	floorNS        = "floor"
-	convergeLimit  = 10 * time.Minute
 )
 
 func envInt(name string, def int) int {
@@ -70,11 +73,29 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// envInts reads a space-separated list of positive integers, sorted.
+func envInts(name string, def []int) []int {
+	var xs []int
+	for _, f := range strings.Fields(os.Getenv(name)) {
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			panic(fmt.Sprintf("%s: %q is not a positive integer", name, f))
+		}
+		xs = append(xs, v)
+	}
+	if len(xs) == 0 {
+		return def
+	}
+	slices.Sort(xs)
+	return slices.Compact(xs)
+}
+
 // bench holds the run's cluster, clients without a client-side rate limit,
 // and the results.
 type bench struct {
 	t       *testing.T
 	ctx     context.Context
+	root    string
 	cluster *framework.Cluster
 	kube    kubernetes.Interface
 	sample  clientset.Interface
@@ -94,15 +115,22 @@ func TestBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bench{t: t, ctx: context.Background(), logDir: filepath.Join(root, "_output", "bench-logs")}
+	b := &bench{t: t, ctx: context.Background(), root: root, logDir: filepath.Join(root, "_output", "bench-logs")}
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if b.bin, err = framework.BuildController(root); err != nil {
 		t.Fatal(err)
 	}
-	// Room for every pod of the run on the one fake node.
-	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(4*numFoos+1000))
+	// Room for every pod of the run on the one fake node: two sets of N
+	// per run and size, the fresh-change cold start, the scaled-up Foos
+	// of the latency measure.
+	pods := 1000 + 3*numChanges
+	for _, n := range sizes {
+		pods += 2 * numRuns * n
+	}
+	pods += 2 * sizes[len(sizes)-1]
+	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(pods))
 	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "bench-cluster"))
 	if err != nil {
 		t.Fatal(err)
@@ -121,43 +149,40 @@ func TestBenchmark(t *testing.T) {
 	if _, err := b.cluster.Kubectl("", "apply", "-f", "artifacts/examples/crd.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/foos.samplecontroller.k8s.io"); err != nil {
+	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/"+samplev1alpha1.FooCRDName); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{benchNS, benchClassicNS, floorNS} {
-		b.createNamespace(ns)
+
+	began := time.Now()
+	b.report("sizes %v, %d floor and %d controller runs each, floor with %d goroutines; %d unrelated Deployments, %d spec changes",
+		sizes, numRuns, numRuns, floorWorkers, numUnrelated, numChanges)
+	var series []sizeResult
+	for _, n := range sizes {
+		r := b.measureSize(n)
+		b.summarize(r)
+		series = append(series, r)
 	}
-
-	b.report("N=%d Foos, %d unrelated Deployments, %d spec changes, resync %v, floor with %d goroutines", numFoos, numUnrelated, numChanges, resyncPeriod, floorWorkers)
-	floor := b.measureFloor()
-	b.waitDeploymentsAvailable(floorNS, numFoos)
-
-	b.createFoos(benchNS, numFoos)
-	ctrl, converged := b.measureConvergence(benchNS, "controller-convergence")
-	b.report("convergence, default flags: controller %.2fs, raw API floor %.2fs, ratio %.2f", converged.Seconds(), floor.Seconds(), converged.Seconds()/floor.Seconds())
-	b.waitFoosReady(benchNS, numFoos)
-
-	b.createFoos(benchClassicNS, numFoos)
-	classic, convergedClassic := b.measureConvergence(benchClassicNS, "controller-convergence-classic", fmt.Sprintf("-workers=%d", classicWorkers))
-	b.report("convergence, -workers=%d: controller %.2fs, raw API floor %.2fs, ratio %.2f", classicWorkers, convergedClassic.Seconds(), floor.Seconds(), convergedClassic.Seconds()/floor.Seconds())
-	b.waitFoosReady(benchClassicNS, numFoos)
-	stopController(t, classic)
-
-	b.measureWritesAtRest(ctrl)
-	stopController(t, ctrl)
-
-	// Latency at rest with the default resync period: with the short one of
-	// the phases above, a change could wait behind a resync of every Foo.
-	ctrl = b.startIdleController("controller-latency")
-	b.measureSpecChangeLatency(ctrl)
-	stopController(t, ctrl)
-
-	b.measureRSS()
+	smallest, largest := series[0], series[len(series)-1]
+	if len(series) > 1 {
+		b.report("peak RSS slope from N=%d to N=%d: %.2f KiB per Foo", smallest.n, largest.n, rssSlopeKiB(smallest, largest))
+	}
+	b.measureFreshChanges(largest.n)
+	leader := b.measureRestart(largest.convergedNS, largest.n)
+	b.measureFailover(largest.convergedNS, largest.n, leader)
+	b.measureAtRest(smallest.convergedNS, smallest.n)
+	b.writeCurve(series)
+	b.report("the bench took %v", time.Since(began).Round(time.Second))
 
 	fmt.Println("\nbench: results")
 	for _, r := range b.results {
 		fmt.Println("  " + r)
 	}
+}
+
+// rssSlopeKiB is the growth of the median peak RSS per added Foo between
+// two sizes: the memory a managed Foo costs, without the fixed part.
+func rssSlopeKiB(small, large sizeResult) float64 {
+	return (median(large.peakRSSMiB()) - median(small.peakRSSMiB())) * 1024 / float64(large.n-small.n)
 }
 
 func (b *bench) createNamespace(name string) {
@@ -173,7 +198,12 @@ func (b *bench) createNamespace(name string) {
 
 func (b *bench) poll(timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
 	b.t.Helper()
-	if err := framework.Poll(b.ctx, 200*time.Millisecond, timeout, cond); err != nil {
+	b.pollEvery(200*time.Millisecond, timeout, what, cond)
+}
+
+func (b *bench) pollEvery(interval, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	b.t.Helper()
+	if err := framework.Poll(b.ctx, interval, timeout, cond); err != nil {
 		b.t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
@@ -222,313 +252,53 @@ func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
 	return foos
 }
 
-// measureFloor times what the controller must at least do for N new Foos,
-// done by the API server as fast as 8 unthrottled goroutines can: N
-// Deployment creates and N Foo status writes.
-func (b *bench) measureFloor() time.Duration {
-	foos := b.createFoos(floorNS, numFoos)
-	start := time.Now()
-	err := framework.Parallel(numFoos, floorWorkers, func(i int) error {
-		foo := foos[i]
-		if _, err := b.kube.AppsV1().Deployments(floorNS).Create(b.ctx, benchDeployment(floorNS, foo.Name, foo), metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		patch := fmt.Sprintf(`{"status":{"availableReplicas":0,"replicas":0,"selector":"app=nginx,controller=%s","observedGeneration":%d,"conditions":[{"type":"Ready","status":"False","reason":"Progressing","message":"Deployment %s: 0 of 1 replicas updated","lastTransitionTime":%q,"observedGeneration":%d}]}}`,
-			foo.Name, foo.Generation, foo.Name, time.Now().UTC().Format(time.RFC3339), foo.Generation)
-		_, err := b.sample.SamplecontrollerV1alpha1().Foos(floorNS).Patch(b.ctx, foo.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
-		return err
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return time.Since(start)
-}
-
-// measureConvergence starts the controller with N Foos waiting in ns and
-// times until every Deployment exists and every Foo's status is current.
-func (b *bench) measureConvergence(ns, name string, args ...string) (*framework.Controller, time.Duration) {
-	start := time.Now()
+// startController runs the controller at its defaults but for the
+// namespace it watches, leader election (off unless args turn it on),
+// plain-HTTP metrics (so that the bench's scrapes cost no TokenReviews,
+// which would count among the controller's requests) and profiling; args
+// come last.
+func (b *bench) startController(ns, name string, args ...string) *framework.Controller {
 	ctrl, err := b.cluster.StartController(b.bin, b.logDir, name, append([]string{
-		"-namespace=" + ns, "-leader-elect=false", "-resync-period=" + resyncPeriod.String(), "-v=1"}, args...)...)
+		"-namespace=" + ns, "-leader-elect=false", "-metrics-secure=false", "-profiling", "-v=1"}, args...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	b.poll(convergeLimit, "convergence", func(ctx context.Context) (bool, error) {
-		if ctrl.Exited() {
-			b.t.Fatalf("controller exited:\n%s", framework.Trim(ctrl.Log(), 4000))
-		}
-		deployments, err := b.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil || len(deployments.Items) < numFoos {
-			return false, err
-		}
-		foos, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err
-		}
-		for _, f := range foos.Items {
-			if f.Status.ObservedGeneration != f.Generation {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	elapsed := time.Since(start)
-	if samples, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL()); err == nil {
-		b.report("%s: %.0f API requests, %.2fs total waiting on the client-side rate limit", name,
-			framework.Sum(samples, "rest_client_requests_total", nil),
-			framework.Sum(samples, "rest_client_rate_limiter_duration_seconds_sum", nil))
+	return ctrl
+}
+
+// stopController stops a controller as the kubelet does, with SIGTERM, and
+// waits for it to exit.
+func (b *bench) stopController(ctrl *framework.Controller) {
+	if ctrl.Exited() {
+		return
 	}
-	return ctrl, elapsed
+	if err := ctrl.Signal(syscall.SIGTERM); err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := ctrl.Wait(30 * time.Second); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
-func (b *bench) waitDeploymentsAvailable(ns string, n int) {
-	b.poll(convergeLimit, "Deployments available in "+ns, func(ctx context.Context) (bool, error) {
-		list, err := b.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil || len(list.Items) < n {
-			return false, err
-		}
-		for _, d := range list.Items {
-			if d.Status.AvailableReplicas != *d.Spec.Replicas {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
-func (b *bench) waitFoosReady(ns string, n int) {
-	b.poll(convergeLimit, "Foos Ready in "+ns, func(ctx context.Context) (bool, error) {
-		list, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil || len(list.Items) < n {
-			return false, err
-		}
-		for _, f := range list.Items {
-			ready := false
-			for _, c := range f.Status.Conditions {
-				ready = ready || (c.Type == "Ready" && c.Status == metav1.ConditionTrue)
-			}
-			if !ready || f.Status.ObservedGeneration != f.Generation {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
-// writesSnapshot counts the state-changing requests that only the controller
-// makes: Foo writes (any subresource), Deployment writes other than the
-// deployment controller's status updates, and Events, from the API server's
-// apiserver_request_total; and the controller's own write requests.
-type writesSnapshot struct {
-	apiserver, controller float64
-	reconciles            float64
-}
-
-func (b *bench) snapshotWrites(ctrl *framework.Controller) writesSnapshot {
-	api, err := b.cluster.ScrapeAPIServer(b.ctx)
+func (b *bench) scrapeController(ctrl *framework.Controller) []framework.Sample {
+	samples, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	own, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return writesSnapshot{
-		apiserver: framework.Sum(api, "apiserver_request_total", func(l map[string]string) bool {
-			if !framework.IsWriteVerb(l["verb"]) {
-				return false
-			}
-			switch l["resource"] {
-			case "foos", "events":
-				return true
-			case "deployments":
-				return l["subresource"] != "status"
-			}
-			return false
-		}),
-		controller: framework.Sum(own, "rest_client_requests_total", func(l map[string]string) bool { return framework.IsWriteVerb(l["method"]) }),
-		reconciles: framework.Sum(own, "samplecontroller_reconcile_total", nil),
-	}
+	return samples
 }
 
-// measureWritesAtRest counts writes over three resync periods once every Foo
-// is Ready: each resync re-syncs every Foo, and none should write.
-func (b *bench) measureWritesAtRest(ctrl *framework.Controller) {
-	// Let the last status writes of the rollout land first.
-	time.Sleep(2 * time.Second)
-	before := b.snapshotWrites(ctrl)
-	window := 3 * resyncPeriod
-	time.Sleep(window)
-	after := b.snapshotWrites(ctrl)
-	b.report("writes at rest over %v (3 resync periods, %.0f syncs): %.0f by the controller, %.0f Foo/Deployment/Event writes seen by the API server",
-		window, after.reconciles-before.reconciles, after.controller-before.controller, after.apiserver-before.apiserver)
+func (b *bench) scrapeAPIServer() []framework.Sample {
+	samples, err := b.cluster.ScrapeAPIServer(b.ctx)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return samples
 }
-
-// measureSpecChangeLatency changes spec.replicas of one Foo at a time and
-// times until the watch shows its Deployment following.
-func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller) {
-	before, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	var patchRTTs []time.Duration
-	w, err := b.kube.AppsV1().Deployments(benchNS).Watch(b.ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer w.Stop()
-	// Read the watch all along, so that it never backs up while the loop
-	// below waits for the cluster to come to rest.
-	events := make(chan watch.Event, 1<<16)
-	go func() {
-		for ev := range w.ResultChan() {
-			events <- ev
-		}
-	}()
-	// Skip the initial ADDED events.
-	for seen := 0; seen < numFoos; {
-		ev := <-events
-		if ev.Type == watch.Added {
-			seen++
-		}
-	}
-	var latencies []time.Duration
-	for i := 0; i < numChanges; i++ {
-		name := fooName(i * (numFoos / numChanges))
-		replicas := int32(2 + i%2) // 2, 3, 2, ...: always a change
-		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-		start := time.Now()
-		if _, err := b.sample.SamplecontrollerV1alpha1().Foos(benchNS).Patch(b.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			b.t.Fatal(err)
-		}
-		patchRTTs = append(patchRTTs, time.Since(start))
-		timeout := time.After(30 * time.Second)
-	wait:
-		for {
-			select {
-			case ev := <-events:
-				if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Name == name && *d.Spec.Replicas == replicas {
-					latencies = append(latencies, time.Since(start))
-					break wait
-				}
-			case <-timeout:
-				b.t.Fatalf("Deployment %s did not follow spec.replicas=%d", name, replicas)
-			}
-		}
-		// At rest again before the next change: the rollout this change
-		// started (new pods, Deployment and Foo status updates) is over.
-		b.poll(time.Minute, name+" Ready", func(ctx context.Context) (bool, error) {
-			f, err := b.sample.SamplecontrollerV1alpha1().Foos(benchNS).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			ready := meta.IsStatusConditionTrue(f.Status.Conditions, samplev1alpha1.ConditionReady)
-			return ready && f.Status.ObservedGeneration == f.Generation && f.Status.AvailableReplicas == replicas, nil
-		})
-	}
-	after, err := framework.ScrapeURL(b.ctx, ctrl.MetricsURL())
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.report("spec change -> Deployment latency at rest over %d changes: p50 %v, p99 %v, max %v",
-		len(latencies), percentile(latencies, 0.50), percentile(latencies, 0.99), percentile(latencies, 1))
-	// Where the time goes: the user's own PATCH of the Foo, and the
-	// controller's share (time queued, time syncing) from its histograms;
-	// the rest is watch delivery and the Deployment apply's round trip.
-	mean := func(name string) time.Duration {
-		sum := framework.Sum(after, name+"_sum", fooQueue) - framework.Sum(before, name+"_sum", fooQueue)
-		n := framework.Sum(after, name+"_count", fooQueue) - framework.Sum(before, name+"_count", fooQueue)
-		if n == 0 {
-			return 0
-		}
-		return time.Duration(sum / n * float64(time.Second))
-	}
-	b.report("  of which: Foo PATCH round trip p50 %v; controller mean queue wait %v, mean sync %v (all syncs in the window)",
-		percentile(patchRTTs, 0.50), mean("workqueue_queue_duration_seconds").Round(10*time.Microsecond), mean("samplecontroller_reconcile_duration_seconds").Round(10*time.Microsecond))
-}
-
-// fooQueue selects the controller's own workqueue (and unlabelled series).
-func fooQueue(l map[string]string) bool { return l["name"] == "" || l["name"] == "foo" }
 
 // percentile returns the p-th percentile (0..1) of ds, rounded for printing.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	sorted := append([]time.Duration(nil), ds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	return sorted[int(p*float64(len(sorted)-1))].Round(100 * time.Microsecond)
-}
-
-func stopController(t *testing.T, ctrl *framework.Controller) {
-	if err := ctrl.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctrl.Wait(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// startIdleController starts a controller with the default flags (but for
-// the namespace and leader election) over converged Foos, and waits until it
-// has synced every Foo once.
-func (b *bench) startIdleController(name string, args ...string) *framework.Controller {
-	ctrl, err := b.cluster.StartController(b.bin, b.logDir, name,
-		append([]string{"-namespace=" + benchNS, "-leader-elect=false", "-v=1"}, args...)...)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.poll(2*time.Minute, name+" synced", func(ctx context.Context) (bool, error) {
-		if ctrl.Exited() {
-			b.t.Fatalf("%s exited:\n%s", name, framework.Trim(ctrl.Log(), 4000))
-		}
-		samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
-		if err != nil {
-			return false, nil
-		}
-		return framework.Sum(samples, "samplecontroller_reconcile_total", nil) >= float64(numFoos), nil
-	})
-	return ctrl
-}
-
-// peakRSS runs a fresh controller over the converged Foos until its caches
-// are synced and one resync has passed, and returns its peak RSS (VmHWM).
-func (b *bench) peakRSS(name string) int64 {
-	ctrl := b.startIdleController(name, "-resync-period="+resyncPeriod.String())
-	defer stopController(b.t, ctrl)
-	time.Sleep(resyncPeriod + time.Second)
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ctrl.Pid()))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	b.t.Fatal("no VmHWM")
-	return 0
-}
-
-// measureRSS compares the controller's peak memory with and without many
-// Deployments it does not manage in the very namespace it watches: it caches
-// only its own.
-func (b *bench) measureRSS() {
-	without := b.peakRSS("controller-rss-without")
-	start := time.Now()
-	err := framework.Parallel(numUnrelated, floorWorkers, func(i int) error {
-		d := benchDeployment(benchNS, fmt.Sprintf("unrelated-%05d", i), nil)
-		d.Spec.Replicas = ptr.To[int32](0)
-		d.Spec.Paused = true // no ReplicaSets: only the Deployments themselves
-		_, err := b.kube.AppsV1().Deployments(benchNS).Create(b.ctx, d, metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.report("created %d unrelated Deployments in %.1fs", numUnrelated, time.Since(start).Seconds())
-	with := b.peakRSS("controller-rss-with")
-	b.report("controller peak RSS (VmHWM), %d Foos: %.1f MiB without, %.1f MiB with %d unrelated Deployments (%+.1f%%)",
-		numFoos, float64(without)/1024, float64(with)/1024, numUnrelated, 100*float64(with-without)/float64(without))
 }

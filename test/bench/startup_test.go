@@ -1,0 +1,192 @@
+//go:build bench
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// Starts at the largest N: a cold start with users working meanwhile, a
+// restart over Foos that are all converged, and a failover onto a warm
+// standby.
+
+// freshInterval is how often a user creates a Foo during the cold start.
+const freshInterval = 300 * time.Millisecond
+
+// measureFreshChanges times, while the controller works through a cold
+// start over n waiting Foos, how long Foos created meanwhile (one every
+// freshInterval, from the controller's start until every waiting Foo has its
+// Deployment) wait for their Deployment: the Foos a user creates should not
+// queue behind the backlog.
+func (b *bench) measureFreshChanges(n int) {
+	ns := fmt.Sprintf("fresh-%d", n)
+	b.createNamespace(ns)
+	t := b.newTracker(ns)
+	defer t.stop()
+	b.createFoos(ns, n)
+	b.waitUntil(t, "the cold start's Foos", runLimit(n), allFoos(n))
+
+	type probe struct {
+		name    string
+		created time.Time
+	}
+	var probes []probe
+	freshSynced := func() int {
+		synced := 0
+		for _, p := range probes {
+			if _, ok := t.deploymentSeen(p.name); ok {
+				synced++
+			}
+		}
+		return synced
+	}
+	start := time.Now()
+	ctrl := b.startController(ns, "controller-fresh")
+	defer b.stopController(ctrl)
+	ticker := time.NewTicker(freshInterval)
+	defer ticker.Stop()
+	deadline := time.Now().Add(runLimit(n))
+	for t.snapshot().deployments-freshSynced() < n {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("cold start in %s: still %s after %v", ns, t.snapshot(), runLimit(n))
+		}
+		<-ticker.C
+		p := probe{name: fmt.Sprintf("fresh-%04d", len(probes)), created: time.Now()}
+		if _, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Create(b.ctx, newFoo(ns, p.name), metav1.CreateOptions{}); err != nil {
+			b.t.Fatal(err)
+		}
+		probes = append(probes, p)
+	}
+	backlogDone := time.Since(start)
+	total := n + len(probes)
+	b.waitUntil(t, "the fresh Foos' Deployments", runLimit(n), func(c counts) bool { return c.deployments >= total })
+	latencies := make([]time.Duration, len(probes))
+	for i, p := range probes {
+		seen, _ := t.deploymentSeen(p.name)
+		latencies[i] = seen.Sub(p.created)
+	}
+	b.report("fresh Foos during a cold start over %d Foos (backlog synced in %.1fs): %d created, one every %v; create → Deployment p50 %v, p99 %v, max %v",
+		n, backlogDone.Seconds(), len(probes), freshInterval, percentile(latencies, 0.50), percentile(latencies, 0.99), percentile(latencies, 1))
+	// At rest before the next measurement: every rollout done.
+	b.waitUntil(t, "every Foo Ready in "+ns, runLimit(n), allReady(total))
+}
+
+// measureRestart starts a controller, with leader election as in
+// production, over n Foos that are all converged, and times its start: the
+// process start until /readyz answers (caches synced), and until its first
+// full pass over every Foo is done. Such a pass should write nothing. It
+// returns the controller, leading, for measureFailover.
+func (b *bench) measureRestart(ns string, n int) *framework.Controller {
+	b.settle(ns, n)
+	before := b.scrapeAPIServer()
+	start := time.Now()
+	ctrl := b.startController(ns, "controller-restart", leaderElectionArgs(ns)...)
+	readyAt := b.waitProbeOK(ctrl, "/readyz")
+	passAt := b.waitFirstFullPass(ctrl, n)
+	// Give the pass's writes, if any, time to reach the API server.
+	time.Sleep(2 * time.Second)
+	b.report("restart over %d converged Foos: process start → /readyz %.2fs, → first full pass done %.2fs; writes %v",
+		n, readyAt.Sub(start).Seconds(), passAt.Sub(start).Seconds(), b.writesSince(before))
+	return ctrl
+}
+
+// measureFailover starts a standby beside the leader, waits until it is
+// warm (ready: caches synced), stops the leader with SIGTERM as a rolling
+// update does, and times until the standby's first full pass is done.
+func (b *bench) measureFailover(ns string, n int, leader *framework.Controller) {
+	standby := b.startController(ns, "controller-standby", leaderElectionArgs(ns)...)
+	defer b.stopController(standby)
+	b.waitProbeOK(standby, "/readyz")
+	before := b.scrapeAPIServer()
+	start := time.Now()
+	b.stopController(leader)
+	passAt := b.waitFirstFullPass(standby, n)
+	time.Sleep(2 * time.Second)
+	b.report("failover over %d converged Foos: leader SIGTERM → warm standby's first full pass done %.2fs; writes %v",
+		n, passAt.Sub(start).Seconds(), b.writesSince(before))
+}
+
+// settle runs a controller over ns until it has synced every Foo and
+// written nothing for settleQuiet: the Foos' last rollouts may have changed
+// their Deployments after the run that created them stopped, and a restart
+// "over a converged set" must not count catching up with that.
+func (b *bench) settle(ns string, n int) {
+	ctrl := b.startController(ns, "controller-settle")
+	defer b.stopController(ctrl)
+	b.waitFirstFullPass(ctrl, n)
+	isWrite := func(l map[string]string) bool { return framework.IsWriteVerb(l["method"]) }
+	last, quietSince := -1.0, time.Now()
+	b.poll(runLimit(n), ns+" settled", func(ctx context.Context) (bool, error) {
+		writes := framework.Sum(b.scrapeController(ctrl), "rest_client_requests_total", isWrite)
+		if writes != last {
+			last, quietSince = writes, time.Now()
+		}
+		return time.Since(quietSince) >= settleQuiet, nil
+	})
+}
+
+// settleQuiet is how long a controller must write nothing to call its
+// Foos settled.
+const settleQuiet = 5 * time.Second
+
+// leaderElectionArgs turn leader election on, with the Lease in ns.
+func leaderElectionArgs(ns string) []string {
+	return []string{"-leader-elect=true", "-leader-elect-namespace=" + ns}
+}
+
+// waitProbeOK polls a probe path every 20 ms until it answers 200, and
+// returns when it did.
+func (b *bench) waitProbeOK(ctrl *framework.Controller, path string) time.Time {
+	var at time.Time
+	b.pollEvery(20*time.Millisecond, time.Minute, ctrl.Name+" "+path, func(ctx context.Context) (bool, error) {
+		code, _, err := ctrl.Probe(ctx, path)
+		at = time.Now()
+		return err == nil && code == http.StatusOK, nil
+	})
+	return at
+}
+
+// waitFirstFullPass polls the controller's metrics every 100 ms until it
+// has synced at least n Foos and both of its queues are empty, and returns
+// when it saw that.
+func (b *bench) waitFirstFullPass(ctrl *framework.Controller, n int) time.Time {
+	var at time.Time
+	b.pollEvery(100*time.Millisecond, runLimit(n), ctrl.Name+" first full pass", func(ctx context.Context) (bool, error) {
+		if ctrl.Exited() {
+			b.t.Fatalf("%s exited:\n%s", ctrl.Name, framework.Trim(ctrl.Log(), 4000))
+		}
+		samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
+		at = time.Now()
+		if err != nil {
+			return false, nil
+		}
+		queued := framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
+			return l["name"] == "foo" || l["name"] == "foo_backlog"
+		})
+		return framework.Sum(samples, "samplecontroller_reconcile_total", nil) >= float64(n) && queued == 0, nil
+	})
+	return at
+}
