@@ -153,7 +153,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.workqueue.feedBacklog(ctx, backlogLowWaterPerWorker*workers, backlogMaxWait) })
+	wg.Go(func() { c.workqueue.feedBacklog(ctx, backlogLowWater, backlogMaxWait) })
 	for range workers {
 		wg.Go(func() {
 			wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second)
