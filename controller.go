@@ -49,6 +49,8 @@ import (
 //	               reconcile of one Foo
 //	handlers.go    informer event handlers and cache indexes: which Foo an
 //	               event concerns
+//	cache.go       what the informer caches keep of each object: only the
+//	               fields the controller reads (the informer transform)
 //	queue.go       the workqueue: rate limits, workers, retries
 //	writes.go      every API write the controller makes, and how a refused
 //	               write is reported on the Foo

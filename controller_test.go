@@ -55,7 +55,8 @@ type fixture struct {
 	controller *Controller
 	recorder   *record.FakeRecorder
 
-	// Objects in the caches; also on the fake API servers.
+	// Objects in the caches, trimmed as the informer transform trims them
+	// (trimForCache); also on the fake API servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the
@@ -134,12 +135,12 @@ func (f *fixture) newController(ctx context.Context) {
 	c.recorder = f.recorder
 
 	for _, foo := range f.foos {
-		if err := c.foosIndexer.Add(foo); err != nil {
+		if err := c.foosIndexer.Add(trimFoo(foo.DeepCopy())); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 	for _, d := range f.deployments {
-		if err := c.deploymentsIndexer.Add(d); err != nil {
+		if err := c.deploymentsIndexer.Add(trimDeployment(d.DeepCopy())); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -739,17 +740,17 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 	}
 }
 
-// The informer pipeline end to end on the fakes: a Foo created through the
-// API reaches the queue, a sync creates its Deployment, and the Deployment's
-// own event queues the Foo again.
+// The informer pipeline end to end on the fakes, with the informer transform
+// of main.go: a Foo created through the API reaches the queue, a sync creates
+// its Deployment, and the Deployment's own event queues the Foo again.
 func TestRunReconcilesThroughInformers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
-	i := informers.NewSharedInformerFactory(client, 0)
-	k := kubeinformers.NewSharedInformerFactory(kubeclient, 0)
+	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache))
+	k := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(trimForCache))
 	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
@@ -148,17 +147,17 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
-	// grow with the cluster's other Deployments; drop managedFields, which
-	// the controller never reads, from everything it caches.
+	// grow with the cluster's other Deployments; cache only the fields of
+	// each Foo and Deployment the controller reads (trimForCache, cache.go).
 	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
 		}),
-		kubeinformers.WithTransform(dropManagedFields))
+		kubeinformers.WithTransform(trimForCache))
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
 		informers.WithNamespace(o.namespace),
-		informers.WithTransform(dropManagedFields))
+		informers.WithTransform(trimForCache))
 
 	controller, err := NewController(ctx, kubeClient, sampleClient,
 		kubeInformerFactory.Apps().V1().Deployments(),
@@ -256,13 +255,4 @@ func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return sample, kube
-}
-
-// dropManagedFields is an informer transform: it strips metadata.managedFields,
-// often the largest part of an object, before the object enters the cache.
-func dropManagedFields(obj interface{}) (interface{}, error) {
-	if accessor, err := meta.Accessor(obj); err == nil {
-		accessor.SetManagedFields(nil)
-	}
-	return obj, nil
 }

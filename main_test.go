@@ -23,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -122,20 +120,5 @@ func TestClientConfigIsFoundLikeKubectl(t *testing.T) {
 				t.Errorf("host %s, want %s", cfg.Host, tc.want)
 			}
 		})
-	}
-}
-
-func TestDropManagedFields(t *testing.T) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := dropManagedFields(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := out.(*appsv1.Deployment); got.ManagedFields != nil || got.Name != "x" {
-		t.Errorf("after transform: %+v", got.ObjectMeta)
-	}
-	// Tombstones and other non-objects pass through.
-	if out, err := dropManagedFields("not an object"); err != nil || out != "not an object" {
-		t.Errorf("non-object: %v, %v", out, err)
 	}
 }
