@@ -57,8 +57,10 @@ import (
 var (
 	// sizes is BENCH_SCALE: the numbers of Foos to measure at, in one
 	// control plane.
-	sizes        = envInts("BENCH_SCALE", []int{1000})
-	numRuns      = envInt("BENCH_RUNS", 3)
+	sizes = envInts("BENCH_SCALE", []int{1000}, true)
+	// runs is BENCH_RUNS: how many floor and controller runs each size
+	// gets, one number for every size or one per size.
+	runs         = envInts("BENCH_RUNS", []int{3}, false)
 	numUnrelated = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000)
 	numChanges   = envInt("BENCH_SPEC_CHANGES", 50)
 	// floorWorkers is how many goroutines write the floor, as many as the
@@ -73,8 +75,9 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// envInts reads a space-separated list of positive integers, sorted.
-func envInts(name string, def []int) []int {
+// envInts reads a space-separated list of positive integers, sorted and
+// without repeats if asked.
+func envInts(name string, def []int, sorted bool) []int {
 	var xs []int
 	for _, f := range strings.Fields(os.Getenv(name)) {
 		v, err := strconv.Atoi(f)
@@ -86,8 +89,22 @@ func envInts(name string, def []int) []int {
 	if len(xs) == 0 {
 		return def
 	}
-	slices.Sort(xs)
-	return slices.Compact(xs)
+	if sorted {
+		slices.Sort(xs)
+		xs = slices.Compact(xs)
+	}
+	return xs
+}
+
+// runsAt is how many runs of each kind the i-th size gets.
+func runsAt(i int) int {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	if len(runs) != len(sizes) {
+		panic(fmt.Sprintf("BENCH_RUNS %v: one number, or one per size of BENCH_SCALE %v", runs, sizes))
+	}
+	return runs[i]
 }
 
 // bench holds the run's cluster, clients without a client-side rate limit,
@@ -126,8 +143,8 @@ func TestBenchmark(t *testing.T) {
 	// per run and size, the fresh-change cold start, the scaled-up Foos
 	// of the latency measure.
 	pods := 1000 + 3*numChanges
-	for _, n := range sizes {
-		pods += 2 * numRuns * n
+	for i, n := range sizes {
+		pods += 2 * runsAt(i) * n
 	}
 	pods += 2 * sizes[len(sizes)-1]
 	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(pods))
@@ -154,11 +171,11 @@ func TestBenchmark(t *testing.T) {
 	}
 
 	began := time.Now()
-	b.report("sizes %v, %d floor and %d controller runs each, floor with %d goroutines; %d unrelated Deployments, %d spec changes",
-		sizes, numRuns, numRuns, floorWorkers, numUnrelated, numChanges)
+	b.report("sizes %v, floor and controller runs of each %v, floor with %d goroutines; %d unrelated Deployments, %d spec changes",
+		sizes, runs, floorWorkers, numUnrelated, numChanges)
 	var series []sizeResult
-	for _, n := range sizes {
-		r := b.measureSize(n)
+	for i, n := range sizes {
+		r := b.measureSize(n, runsAt(i))
 		b.summarize(r)
 		series = append(series, r)
 	}

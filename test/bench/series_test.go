@@ -84,10 +84,11 @@ func (c controllerFigures) totalRequests() float64 {
 	return sum
 }
 
-// measureSize runs the series at n Foos.
-func (b *bench) measureSize(n int) sizeResult {
+// measureSize runs the series at n Foos: runs floor runs and as many
+// controller runs, alternating.
+func (b *bench) measureSize(n, runs int) sizeResult {
 	r := sizeResult{n: n}
-	for i := 1; i <= numRuns; i++ {
+	for i := 1; i <= runs; i++ {
 		f := b.floorRun(fmt.Sprintf("floor-%d-%d", n, i), n)
 		r.floors = append(r.floors, f)
 		ns := fmt.Sprintf("controller-%d-%d", n, i)
