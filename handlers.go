@@ -81,12 +81,15 @@ func (c *Controller) onFooAdd(obj interface{}, isInInitialList bool) {
 	c.enqueueFoo(obj)
 }
 
+// A status echo goes ahead of the backlog too when a sync gave up waiting for
+// it (see statusWriteMemory): that sync was a change a user waits for.
 func (c *Controller) onFooUpdate(old, new interface{}) {
-	if old.(*samplev1alpha1.Foo).Generation == new.(*samplev1alpha1.Foo).Generation {
-		c.enqueueFooInBacklog(new)
+	newFoo := new.(*samplev1alpha1.Foo)
+	if c.statusWrites.seen(newFoo) || old.(*samplev1alpha1.Foo).Generation != newFoo.Generation {
+		c.enqueueFoo(new)
 		return
 	}
-	c.enqueueFoo(new)
+	c.enqueueFooInBacklog(new)
 }
 
 // A change to a Deployment queues the Foo that controls it, so drift is

@@ -38,7 +38,7 @@ var (
 	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "samplecontroller",
 		Name:           "reconcile_total",
-		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409, or not sent because the cache had not yet seen the controller's own last status write; the Foo is retried); error (the Foo is retried with backoff).",
+		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409 and the Foo is retried, or a status write was not sent because the cache had not yet seen the controller's own last one, and the Foo is synced again when it does); error (the Foo is retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -183,6 +184,11 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	observeReconcile(time.Since(start), err)
 	switch {
 	case err == nil:
+		c.workqueue.Forget(objRef)
+	case errors.Is(err, errAwaitingStatusEcho):
+		// The watch event bringing our last status write queues the Foo
+		// again; a retry before that would find the same stale cache.
+		klog.FromContext(ctx).V(4).Info("Waiting for the cache to show the last status write", "foo", objRef)
 		c.workqueue.Forget(objRef)
 	case apierrors.IsConflict(err):
 		// The cache was behind the API server: nothing failed. Retry once

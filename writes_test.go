@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -187,8 +190,10 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 
 // A Deployment event can reach the controller before the watch delivers its
 // own last status write. A sync then works on the Foo as it was before that
-// write: it sends nothing and is retried once the cache has caught up.
-func TestStatusIsNotWrittenFromACacheBehindOurOwnWrite(t *testing.T) {
+// write: it sends nothing, and it is not retried with backoff. The watch
+// event that delivers the write queues the Foo again, ahead of the backlog,
+// and that sync writes the new status.
+func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	f := newFixture(t)
 	foo := newFoo("test", 1)
 	foo.ResourceVersion = "1"
@@ -208,21 +213,56 @@ func TestStatusIsNotWrittenFromACacheBehindOurOwnWrite(t *testing.T) {
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
 
 	// The Deployment becomes available before the Foo's watch event.
+	_, ctx := ktesting.NewTestContext(t)
+	q := f.controller.workqueue
+	key := cache.MetaObjectToName(foo)
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
+	available.ResourceVersion = "5"
 	f.controller.deploymentsIndexer.Update(available)
-	err := f.sync(foo)
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("sync on a cache behind our write: error %v, want a conflict to retry quietly", err)
+	f.client.ClearActions()
+	if err := f.controller.syncHandler(ctx, key); !apierrors.IsConflict(err) || !errors.Is(err, errAwaitingStatusEcho) {
+		t.Fatalf("sync on a cache behind our write: error %v, want errAwaitingStatusEcho, a conflict", err)
 	}
+	f.controller.onDeploymentUpdate(d, available)
+	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
+	if n := q.NumRequeues(key); n != 0 {
+		t.Errorf("retries with backoff: %d, want 0", n)
+	}
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 0 {
+		t.Fatalf("queued while the cache is behind: %d fresh, %d backlog; want none", fresh, backlog)
+	}
 
-	// The watch catches up: the next sync writes the new status.
+	// The watch catches up: the Foo is queued ahead of the backlog, and its
+	// sync writes the new status.
 	caughtUp := foo.DeepCopy()
 	caughtUp.ResourceVersion = "2"
 	f.controller.foosIndexer.Update(caughtUp)
-	if err := f.sync(caughtUp); err != nil {
-		t.Fatal(err)
+	f.controller.onFooUpdate(foo, caughtUp)
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 1 || backlog != 0 {
+		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)
 	}
+	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
+}
+
+// The echo of a status write that no sync waited for is a sync no user waits
+// for: it goes to the backlog.
+func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	foo.ResourceVersion = "1"
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, ownedDeployment(t, foo))
+	f.sync(foo) // builds the controller
+	stored := foo.DeepCopy()
+	stored.ResourceVersion = "2"
+	f.controller.statusWrites.written(foo, stored)
+
+	f.controller.onFooUpdate(foo, stored)
+	q := f.controller.workqueue
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 1 {
+		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 in the backlog", fresh, backlog)
+	}
 }
