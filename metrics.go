@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,7 +39,7 @@ var (
 	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "samplecontroller",
 		Name:           "reconcile_total",
-		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409 and the Foo is retried, or a status write was not sent because the cache had not yet seen the controller's own last one, and the Foo is synced again when it does); error (the Foo is retried with backoff).",
+		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409; the Foo is retried); deferred (no status written because the cache had not yet seen the controller's own last status write; the Foo is synced again when it does); error (the Foo is retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
@@ -61,6 +62,8 @@ func init() {
 func observeReconcile(d time.Duration, err error) {
 	result := "success"
 	switch {
+	case errors.Is(err, errAwaitingStatusEcho):
+		result = "deferred"
 	case apierrors.IsConflict(err):
 		result = "conflict"
 	case err != nil:

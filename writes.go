@@ -285,9 +285,9 @@ func (c *Controller) reportPrunedStatus(ctx context.Context, foo *samplev1alpha1
 }
 
 // errAwaitingStatusEcho is returned by a sync that found the cache behind
-// the controller's own last status write. It is also a Conflict, and counted
-// as one: the cache was behind. The Foo is not retried through the rate
-// limiter: the watch event that brings the write queues it (see
+// the controller's own last status write (a Conflict: the cache was behind).
+// It is counted apart, as "deferred", because the Foo is not retried through
+// the rate limiter: the watch event that brings the write queues it (see
 // statusWriteMemory).
 var errAwaitingStatusEcho = errors.New("the cache has not seen the controller's last status write yet")
 

@@ -21,9 +21,9 @@ limitations under the License.
 // a floor measured in the same run and asserts nothing about time.
 //
 // The files, in the order the bench runs them: series_test.go (at each N,
-// floor and controller runs alternating), startup_test.go (at the largest N:
-// fresh Foos during a cold start, a restart, a failover), atrest_test.go (at
-// the smallest N: writes at rest, change latency, unrelated Deployments),
+// floor and controller runs alternating), atrest_test.go (after the smallest
+// N: writes at rest, change latency, unrelated Deployments), startup_test.go
+// (at the largest N: fresh Foos during a cold start, a restart, a failover),
 // curve_test.go (the CSV and the SVG chart in docs/). tracker_test.go follows
 // a namespace's objects through watches; proc_test.go reads /proc.
 package bench
@@ -43,6 +43,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -139,14 +140,11 @@ func TestBenchmark(t *testing.T) {
 	if b.bin, err = framework.BuildController(root); err != nil {
 		t.Fatal(err)
 	}
-	// Room for every pod of the run on the one fake node: two sets of N
-	// per run and size, the fresh-change cold start, the scaled-up Foos
-	// of the latency measure.
-	pods := 1000 + 3*numChanges
-	for i, n := range sizes {
-		pods += 2 * runsAt(i) * n
-	}
-	pods += 2 * sizes[len(sizes)-1]
+	// Room on the one fake node for the pods of the most Foos that exist
+	// at once (every run's namespace is removed before the next starts):
+	// the latency measure's Foos scaled up, or the fresh-change cold start
+	// and the Foos created during it.
+	pods := 1000 + max(2*sizes[0]+numChanges, 2*sizes[len(sizes)-1])
 	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(pods))
 	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "bench-cluster"))
 	if err != nil {
@@ -178,15 +176,18 @@ func TestBenchmark(t *testing.T) {
 		r := b.measureSize(n, runsAt(i))
 		b.summarize(r)
 		series = append(series, r)
+		if i == 0 {
+			b.measureAtRest(r.convergedNS, n)
+		}
+		b.removeNamespace(r.convergedNS, n)
 	}
 	smallest, largest := series[0], series[len(series)-1]
 	if len(series) > 1 {
 		b.report("peak RSS slope from N=%d to N=%d: %.2f KiB per Foo", smallest.n, largest.n, rssSlopeKiB(smallest, largest))
 	}
-	b.measureFreshChanges(largest.n)
-	leader := b.measureRestart(largest.convergedNS, largest.n)
-	b.measureFailover(largest.convergedNS, largest.n, leader)
-	b.measureAtRest(smallest.convergedNS, smallest.n)
+	ns, total := b.measureFreshChanges(largest.n)
+	leader := b.measureRestart(ns, total)
+	b.measureFailover(ns, total, leader)
 	b.writeCurve(series)
 	b.report("the bench took %v", time.Since(began).Round(time.Second))
 
@@ -210,6 +211,24 @@ func (b *bench) createNamespace(name string) {
 	b.poll(30*time.Second, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
 		_, err := b.kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
+	})
+}
+
+// removeNamespace deletes a namespace and waits until it is gone: its Foos,
+// Deployments, ReplicaSets and pods deleted, so that the next run starts on
+// a cluster that holds no more than before. Left in place, the pods of
+// earlier runs pile up on the fake node, and past about 8,000 pods kwok
+// alone takes most of a core.
+func (b *bench) removeNamespace(name string, n int) {
+	if err := b.kube.CoreV1().Namespaces().Delete(b.ctx, name, metav1.DeleteOptions{}); err != nil {
+		b.t.Fatal(err)
+	}
+	b.poll(runLimit(n), "namespace "+name+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := b.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
 	})
 }
 

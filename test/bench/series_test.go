@@ -34,18 +34,18 @@ import (
 )
 
 // One size of the series: at N Foos, floor runs and controller runs
-// alternate, each in a namespace of its own with N new Foos. Alternating
-// spreads whatever else the machine does (the rollouts of earlier runs
-// finishing, a cluster that grows run after run) over both sides, and the
-// median of the per-pair ratios is robust to one run that went badly.
+// alternate, each in a namespace of its own with N new Foos, removed once the
+// run is measured. Alternating spreads whatever else the machine does over
+// both sides, and the median of the per-pair ratios is robust to one run
+// that went badly.
 
 // sizeResult is what the series measured at one N, one entry per run.
 type sizeResult struct {
 	n        int
 	floors   []floorFigures
 	controls []controllerFigures
-	// convergedNS is the namespace of the last controller run: N Foos, all
-	// Ready, no controller running.
+	// convergedNS is the namespace of the last controller run, kept for
+	// the caller to remove: N Foos, all Ready, no controller running.
 	convergedNS string
 }
 
@@ -89,8 +89,13 @@ func (c controllerFigures) totalRequests() float64 {
 func (b *bench) measureSize(n, runs int) sizeResult {
 	r := sizeResult{n: n}
 	for i := 1; i <= runs; i++ {
-		f := b.floorRun(fmt.Sprintf("floor-%d-%d", n, i), n)
+		floorNS := fmt.Sprintf("floor-%d-%d", n, i)
+		f := b.floorRun(floorNS, n)
 		r.floors = append(r.floors, f)
+		b.removeNamespace(floorNS, n)
+		if r.convergedNS != "" {
+			b.removeNamespace(r.convergedNS, n)
+		}
 		ns := fmt.Sprintf("controller-%d-%d", n, i)
 		c := b.controllerRun(ns, n)
 		r.controls = append(r.controls, c)

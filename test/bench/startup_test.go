@@ -29,8 +29,8 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// Starts at the largest N: a cold start with users working meanwhile, a
-// restart over Foos that are all converged, and a failover onto a warm
+// Starts at the largest N: a cold start with users working meanwhile, then,
+// over the same Foos once all are Ready, a restart and a failover onto a warm
 // standby.
 
 // freshInterval is how often a user creates a Foo during the cold start.
@@ -40,8 +40,9 @@ const freshInterval = 300 * time.Millisecond
 // start over n waiting Foos, how long Foos created meanwhile (one every
 // freshInterval, from the controller's start until every waiting Foo has its
 // Deployment) wait for their Deployment: the Foos a user creates should not
-// queue behind the backlog.
-func (b *bench) measureFreshChanges(n int) {
+// queue behind the backlog. It returns the namespace and how many Foos it
+// holds, all Ready, for the restart and the failover.
+func (b *bench) measureFreshChanges(n int) (string, int) {
 	ns := fmt.Sprintf("fresh-%d", n)
 	b.createNamespace(ns)
 	t := b.newTracker(ns)
@@ -92,6 +93,7 @@ func (b *bench) measureFreshChanges(n int) {
 		n, backlogDone.Seconds(), len(probes), freshInterval, percentile(latencies, 0.50), percentile(latencies, 0.99), percentile(latencies, 1))
 	// At rest before the next measurement: every rollout done.
 	b.waitUntil(t, "every Foo Ready in "+ns, runLimit(n), allReady(total))
+	return ns, total
 }
 
 // measureRestart starts a controller, with leader election as in

@@ -388,8 +388,8 @@ func (r *faultRun) controllerFigures(t *testing.T) string {
 		failed = append(failed, fmt.Sprintf("%s: %.0f", k, v))
 	}
 	sort.Strings(failed)
-	return fmt.Sprintf("syncs success=%.0f conflict=%.0f error=%.0f, workqueue_retries_total=%.0f, %.0f API requests in %v (%.1f/s), not 2xx: %v",
-		reconciles(samples, "success"), reconciles(samples, "conflict"), reconciles(samples, "error"),
+	return fmt.Sprintf("syncs success=%.0f conflict=%.0f deferred=%.0f error=%.0f, workqueue_retries_total=%.0f, %.0f API requests in %v (%.1f/s), not 2xx: %v",
+		reconciles(samples, "success"), reconciles(samples, "conflict"), reconciles(samples, "deferred"), reconciles(samples, "error"),
 		framework.Sum(samples, "workqueue_retries_total", func(l map[string]string) bool { return l["name"] == "foo" }),
 		requests, elapsed.Round(time.Second), requests/elapsed.Seconds(), failed)
 }
