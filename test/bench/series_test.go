@@ -66,12 +66,17 @@ type controllerFigures struct {
 	// requests are the controller's API requests until every Foo was
 	// Ready, by HTTP method.
 	requests map[string]float64
+	// syncs are its Foo syncs by result (samplecontroller_reconcile_total).
+	syncs map[string]float64
 	// What the API server saw written meanwhile (no one else writes these
 	// during the run): Deployment creates and other Deployment writes
-	// (status aside), Foo status writes, and how many of those changed the
-	// Foo (seen on the watch).
+	// (status aside), Foo status writes, all answered 2xx, and how many of
+	// those changed the Foo (seen on the watch); and those Deployment and
+	// Foo status writes answered with an error, such as 409 when the
+	// controller's cache was behind.
 	deploymentCreates, deploymentOtherWrites float64
 	statusWrites, statusChanges              float64
+	refusedWrites                            float64
 	cpuSeconds                               float64
 	peakRSSKiB                               int64
 }
@@ -159,7 +164,8 @@ func (b *bench) controllerRun(ns string, n int) controllerFigures {
 	convergedAt := b.waitUntil(t, "convergence in "+ns, runLimit(n), converged(n))
 	readyAt := b.waitUntil(t, "every Foo Ready in "+ns, runLimit(n), allReady(n))
 
-	f := controllerFigures{converged: convergedAt.Sub(start), ready: readyAt.Sub(start), requests: map[string]float64{}}
+	f := controllerFigures{converged: convergedAt.Sub(start), ready: readyAt.Sub(start),
+		requests: map[string]float64{}, syncs: map[string]float64{}}
 	var err error
 	if f.cpuSeconds, err = cpuSeconds(ctrl.Pid()); err != nil {
 		b.t.Fatal(err)
@@ -170,24 +176,30 @@ func (b *bench) controllerRun(ns string, n int) controllerFigures {
 	b.saveHeapProfile(ctrl, ns)
 	own := b.scrapeController(ctrl)
 	for _, s := range own {
-		if s.Name == "rest_client_requests_total" {
+		switch s.Name {
+		case "rest_client_requests_total":
 			f.requests[s.Labels["method"]] += s.Value
+		case "samplecontroller_reconcile_total":
+			f.syncs[s.Labels["result"]] += s.Value
 		}
 	}
 	apiAfter := b.scrapeAPIServer()
-	written := func(resource string, subresource func(string) bool) float64 {
-		match := func(l map[string]string) bool {
-			return l["resource"] == resource && subresource(l["subresource"]) && framework.IsWriteVerb(l["verb"])
-		}
+	requests := func(match func(l map[string]string) bool) float64 {
 		return framework.Sum(apiAfter, "apiserver_request_total", match) - framework.Sum(apiBefore, "apiserver_request_total", match)
 	}
-	is := func(want string) func(string) bool { return func(s string) bool { return s == want } }
-	creates := func(l map[string]string) bool {
-		return l["resource"] == "deployments" && l["subresource"] == "" && l["verb"] == "POST"
+	written := func(resource, subresource string, code func(string) bool) float64 {
+		return requests(func(l map[string]string) bool {
+			return l["resource"] == resource && l["subresource"] == subresource && framework.IsWriteVerb(l["verb"]) && code(l["code"])
+		})
 	}
-	f.deploymentCreates = framework.Sum(apiAfter, "apiserver_request_total", creates) - framework.Sum(apiBefore, "apiserver_request_total", creates)
-	f.deploymentOtherWrites = written("deployments", is("")) - f.deploymentCreates
-	f.statusWrites = written("foos", is("status"))
+	ok := func(code string) bool { return strings.HasPrefix(code, "2") }
+	f.deploymentCreates = requests(func(l map[string]string) bool {
+		return l["resource"] == "deployments" && l["subresource"] == "" && l["verb"] == "POST" && ok(l["code"])
+	})
+	f.deploymentOtherWrites = written("deployments", "", ok) - f.deploymentCreates
+	f.statusWrites = written("foos", "status", ok)
+	refused := func(code string) bool { return !ok(code) }
+	f.refusedWrites = written("deployments", "", refused) + written("foos", "status", refused)
 	f.statusChanges = float64(t.fooChangeCount() - changesBefore)
 	return f
 }
@@ -278,7 +290,13 @@ func (b *bench) summarize(r sizeResult) {
 			methods = append(methods, fmt.Sprintf("%s %.0f", m, v))
 		}
 		sort.Strings(methods)
-		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo; requests by method: %s",
-			r.n, i+1, c.deploymentCreates, c.deploymentOtherWrites, c.statusWrites, c.statusChanges, strings.Join(methods, ", "))
+		var syncs []string
+		for result, v := range c.syncs {
+			syncs = append(syncs, fmt.Sprintf("%s %.0f", result, v))
+		}
+		sort.Strings(syncs)
+		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo, %.0f of these writes refused (e.g. 409); requests by method: %s; syncs by result: %s",
+			r.n, i+1, c.deploymentCreates, c.deploymentOtherWrites, c.statusWrites, c.statusChanges, c.refusedWrites,
+			strings.Join(methods, ", "), strings.Join(syncs, ", "))
 	}
 }
