@@ -218,7 +218,7 @@ func (b *bench) createNamespace(name string) {
 // Deployments, ReplicaSets and pods deleted, so that the next run starts on
 // a cluster that holds no more than before. Left in place, the pods of
 // earlier runs pile up on the fake node, and past about 8,000 pods kwok
-// alone takes most of a core.
+// alone takes about half a core.
 func (b *bench) removeNamespace(name string, n int) {
 	if err := b.kube.CoreV1().Namespaces().Delete(b.ctx, name, metav1.DeleteOptions{}); err != nil {
 		b.t.Fatal(err)

@@ -295,7 +295,7 @@ func (b *bench) summarize(r sizeResult) {
 			syncs = append(syncs, fmt.Sprintf("%s %.0f", result, v))
 		}
 		sort.Strings(syncs)
-		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo, %.0f of these writes refused (e.g. 409); requests by method: %s; syncs by result: %s",
+		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo; %.0f Deployment or status writes refused (e.g. 409); requests by method: %s; syncs by result: %s",
 			r.n, i+1, c.deploymentCreates, c.deploymentOtherWrites, c.statusWrites, c.statusChanges, c.refusedWrites,
 			strings.Join(methods, ", "), strings.Join(syncs, ", "))
 	}
