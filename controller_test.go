@@ -673,22 +673,25 @@ func TestConflictIsRetried(t *testing.T) {
 		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource("foos"), foo.Name, fmt.Errorf("the object has been modified"))
 	})
 
-	conflicts := func() float64 {
-		v, err := testutil.GetCounterMetricValue(reconcileTotal.WithLabelValues("conflict"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	before := conflicts()
+	before := reconcileCount(t, "conflict")
 	f.controller.enqueueFoo(foo)
 	f.controller.processNextWorkItem(ctx)
 	if n := f.controller.workqueue.NumRequeues(cache.MetaObjectToName(foo)); n != 1 {
 		t.Errorf("requeues %d, want 1", n)
 	}
-	if got := conflicts() - before; got != 1 {
+	if got := reconcileCount(t, "conflict") - before; got != 1 {
 		t.Errorf("conflicts counted %v, want 1", got)
 	}
+}
+
+// reconcileCount reads samplecontroller_reconcile_total for one result.
+func reconcileCount(t *testing.T, result string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(reconcileTotal.WithLabelValues(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {

@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -225,21 +224,14 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	if err := f.controller.syncHandler(ctx, key); !apierrors.IsConflict(err) || !errors.Is(err, errAwaitingStatusEcho) {
 		t.Fatalf("sync on a cache behind our write: error %v, want errAwaitingStatusEcho, a conflict", err)
 	}
-	deferred := func() float64 {
-		v, err := testutil.GetCounterMetricValue(reconcileTotal.WithLabelValues("deferred"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	before := deferred()
+	before := reconcileCount(t, "deferred")
 	f.controller.onDeploymentUpdate(d, available)
 	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
 	if n := q.NumRequeues(key); n != 0 {
 		t.Errorf("retries with backoff: %d, want 0", n)
 	}
-	if got := deferred() - before; got != 1 {
+	if got := reconcileCount(t, "deferred") - before; got != 1 {
 		t.Errorf("syncs counted as deferred: %v, want 1", got)
 	}
 	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 0 {
