@@ -94,13 +94,15 @@ func (c controllerFigures) totalRequests() float64 {
 func (b *bench) measureSize(n, runs int) sizeResult {
 	r := sizeResult{n: n}
 	for i := 1; i <= runs; i++ {
+		// Both sides of a pair start on the same cluster: without the
+		// namespaces of earlier runs.
+		if r.convergedNS != "" {
+			b.removeNamespace(r.convergedNS, n)
+		}
 		floorNS := fmt.Sprintf("floor-%d-%d", n, i)
 		f := b.floorRun(floorNS, n)
 		r.floors = append(r.floors, f)
 		b.removeNamespace(floorNS, n)
-		if r.convergedNS != "" {
-			b.removeNamespace(r.convergedNS, n)
-		}
 		ns := fmt.Sprintf("controller-%d-%d", n, i)
 		c := b.controllerRun(ns, n)
 		r.controls = append(r.controls, c)
@@ -285,18 +287,18 @@ func (b *bench) summarize(r sizeResult) {
 	b.report("N=%d: controller API requests per Foo %s, CPU %ss, peak RSS %s MiB", r.n,
 		spread(r.requestsPerFoo()), spread(r.cpuSeconds()), spread(r.peakRSSMiB()))
 	for i, c := range r.controls {
-		var methods []string
-		for m, v := range c.requests {
-			methods = append(methods, fmt.Sprintf("%s %.0f", m, v))
-		}
-		sort.Strings(methods)
-		var syncs []string
-		for result, v := range c.syncs {
-			syncs = append(syncs, fmt.Sprintf("%s %.0f", result, v))
-		}
-		sort.Strings(syncs)
 		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo; %.0f Deployment or status writes refused (e.g. 409); requests by method: %s; syncs by result: %s",
 			r.n, i+1, c.deploymentCreates, c.deploymentOtherWrites, c.statusWrites, c.statusChanges, c.refusedWrites,
-			strings.Join(methods, ", "), strings.Join(syncs, ", "))
+			joinCounts(c.requests), joinCounts(c.syncs))
 	}
+}
+
+// joinCounts renders counts by label as "a 1, b 2", sorted.
+func joinCounts(counts map[string]float64) string {
+	var parts []string
+	for label, v := range counts {
+		parts = append(parts, fmt.Sprintf("%s %.0f", label, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
