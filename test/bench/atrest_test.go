@@ -42,10 +42,25 @@ import (
 // re-syncs every Foo several times.
 const restResync = 10 * time.Second
 
+// waitResyncs waits until a controller at rest over n Foos, past its first
+// full pass, has synced k×n Foos more with its queues empty: k resyncs are
+// done. At rest only the periodic resync queues a Foo, every Foo once per
+// -resync-period (the Deployment informer's resync queues nothing, see
+// onDeploymentUpdate), so these syncs are the evidence that k periods have
+// passed and their passes ran, which a sleep of k periods would only hope.
+// Were the controller writing at rest, the echoes of its writes would be
+// synced too and the wait could end sooner; the callers report the time
+// and the syncs the wait took. The deadline is generous: the first resync
+// may come up to a period after the call, and each pass takes its time.
+func (b *bench) waitResyncs(ctrl *framework.Controller, n, k int) {
+	from := syncCount(b.scrapeController(ctrl))
+	b.waitSyncs(ctrl, fmt.Sprintf("%d resyncs of %d Foos", k, n), from+float64(k*n), time.Duration(k)*restResync+runLimit(n))
+}
+
 func (b *bench) measureAtRest(ns string, n int) {
 	ctrl := b.startController(ns, "controller-at-rest", "-resync-period="+restResync.String())
 	b.waitFirstFullPass(ctrl, n)
-	b.measureWritesAtRest(ctrl)
+	b.measureWritesAtRest(ctrl, n)
 	b.stopController(ctrl)
 
 	// With the default resync period: with the short one above, a change
@@ -73,26 +88,62 @@ func (b *bench) writesSince(before []framework.Sample) writeCounts {
 	return writeCounts{foos: count("foos"), deployments: count("deployments"), events: count("events")}
 }
 
-type writeCounts struct{ foos, deployments, events float64 }
-
-func (w writeCounts) String() string {
-	return fmt.Sprintf("%.0f (Foos %.0f, Deployments %.0f, Events %.0f)", w.foos+w.deployments+w.events, w.foos, w.deployments, w.events)
+type writeCounts struct {
+	foos, deployments, events float64
+	// unsettled: the count was still rising when it was read (see
+	// settledWritesSince).
+	unsettled bool
 }
 
-// measureWritesAtRest counts writes over three resync periods once every
-// Foo is Ready: each resync re-syncs every Foo, and none should write.
-func (b *bench) measureWritesAtRest(ctrl *framework.Controller) {
+func (w writeCounts) total() float64 { return w.foos + w.deployments + w.events }
+
+func (w writeCounts) String() string {
+	s := fmt.Sprintf("%.0f (Foos %.0f, Deployments %.0f, Events %.0f)", w.total(), w.foos, w.deployments, w.events)
+	if w.unsettled {
+		s += fmt.Sprintf(", still rising after %v", settleWritesLimit)
+	}
+	return s
+}
+
+// settleWritesLimit bounds how long settledWritesSince waits for the writes
+// to stand still.
+const settleWritesLimit = time.Minute
+
+// settledWritesSince waits until the writes counted by writesSince stand
+// still for quietWindow, so that the Events a controller records as it
+// writes, which reach the API server after the sync that wrote, are in,
+// and returns them. A controller that keeps writing is a finding to
+// report, not a reason to stop the bench: after settleWritesLimit the
+// count so far is returned, marked as still rising.
+func (b *bench) settledWritesSince(before []framework.Sample) writeCounts {
+	var w writeCounts
+	_, quiet := b.waitQuiet(settleWritesLimit, func(context.Context) (float64, error) {
+		w = b.writesSince(before)
+		return w.total(), nil
+	})
+	w.unsettled = !quiet
+	return w
+}
+
+// measureWritesAtRest counts writes, once every Foo is Ready, through three
+// resyncs: each re-syncs every Foo, and none should write. The window is
+// not a fixed time but ends on evidence: the controller's sync counter
+// shows three more passes over every Foo (waitResyncs), then the API
+// server's write counts stand still (settledWritesSince). Its length and
+// the syncs in it are reported.
+func (b *bench) measureWritesAtRest(ctrl *framework.Controller, n int) {
 	isWrite := func(l map[string]string) bool { return framework.IsWriteVerb(l["method"]) }
+	const resyncs = 3
 	before := b.scrapeAPIServer()
 	own := b.scrapeController(ctrl)
-	window := 3 * restResync
-	time.Sleep(window)
+	start := time.Now()
+	b.waitResyncs(ctrl, n, resyncs)
+	seen := b.settledWritesSince(before)
 	ownAfter := b.scrapeController(ctrl)
-	b.report("writes at rest over %v (3 resync periods, %.0f syncs): %.0f by the controller; seen by the API server: %v",
-		window,
-		framework.Sum(ownAfter, "samplecontroller_reconcile_total", nil)-framework.Sum(own, "samplecontroller_reconcile_total", nil),
+	b.report("writes at rest over %v, through %d resyncs at -resync-period=%v (%.0f syncs of %d Foos): %.0f by the controller; seen by the API server: %v",
+		time.Since(start).Round(100*time.Millisecond), resyncs, restResync, syncCount(ownAfter)-syncCount(own), n,
 		framework.Sum(ownAfter, "rest_client_requests_total", isWrite)-framework.Sum(own, "rest_client_requests_total", isWrite),
-		b.writesSince(before))
+		seen)
 }
 
 // measureSpecChangeLatency changes spec.replicas of one Foo at a time and
@@ -174,12 +225,13 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, ns string, 
 func fooQueue(l map[string]string) bool { return l["name"] == "" || l["name"] == "foo" }
 
 // idlePeakRSS runs a fresh controller over the converged Foos until it has
-// synced every Foo and one resync has passed, and returns its peak RSS.
+// synced every Foo and then re-synced every Foo once, so that the peak
+// includes a resync's pass, and returns its peak RSS.
 func (b *bench) idlePeakRSS(ns string, n int, name string) int64 {
 	ctrl := b.startController(ns, name, "-resync-period="+restResync.String())
 	defer b.stopController(ctrl)
 	b.waitFirstFullPass(ctrl, n)
-	time.Sleep(restResync + time.Second)
+	b.waitResyncs(ctrl, n, 1)
 	kib, err := peakRSSKiB(ctrl.Pid())
 	if err != nil {
 		b.t.Fatal(err)

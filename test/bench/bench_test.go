@@ -244,6 +244,32 @@ func (b *bench) pollEvery(interval, timeout time.Duration, what string, cond fun
 	}
 }
 
+// quietWindow is how long a count of writes must stand still for the
+// writes it counts to be over. Nothing says when a controller has no more
+// to write: its syncs write before they end, but it records Events through
+// client-go's broadcaster, which writes them from a goroutine of its own
+// moments later (and retries a failed write after seconds). So the bench
+// watches the count until it stops moving, bounded by a deadline, instead
+// of sleeping and hoping the writes have landed.
+const quietWindow = 5 * time.Second
+
+// waitQuiet polls count every 500 ms (a count may come from the API
+// server's /metrics, megabytes of text) until its value has not changed for
+// quietWindow, and returns that value and true; if it still moves after
+// timeout, the last value and false. An error of count counts as a move.
+func (b *bench) waitQuiet(timeout time.Duration, count func(context.Context) (float64, error)) (float64, bool) {
+	last, quietSince := -1.0, time.Now()
+	err := framework.Poll(b.ctx, 500*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		v, err := count(ctx)
+		if err != nil || v != last {
+			last, quietSince = v, time.Now()
+			return false, err
+		}
+		return time.Since(quietSince) >= quietWindow, nil
+	})
+	return last, err == nil
+}
+
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
 // benchDeployment is what the controller creates for a Foo: the same shape

@@ -108,10 +108,8 @@ func (b *bench) measureRestart(ns string, n int) *framework.Controller {
 	ctrl := b.startController(ns, "controller-restart", leaderElectionArgs(ns)...)
 	readyAt := b.waitProbeOK(ctrl, "/readyz")
 	passAt := b.waitFirstFullPass(ctrl, n)
-	// Give the pass's writes, if any, time to reach the API server.
-	time.Sleep(2 * time.Second)
 	b.report("restart over %d converged Foos: process start → /readyz %.2fs, → first full pass done %.2fs; writes %v",
-		n, readyAt.Sub(start).Seconds(), passAt.Sub(start).Seconds(), b.writesSince(before))
+		n, readyAt.Sub(start).Seconds(), passAt.Sub(start).Seconds(), b.settledWritesSince(before))
 	return ctrl
 }
 
@@ -126,33 +124,29 @@ func (b *bench) measureFailover(ns string, n int, leader *framework.Controller) 
 	start := time.Now()
 	b.stopController(leader)
 	passAt := b.waitFirstFullPass(standby, n)
-	time.Sleep(2 * time.Second)
 	b.report("failover over %d converged Foos: leader SIGTERM → warm standby's first full pass done %.2fs; writes %v",
-		n, passAt.Sub(start).Seconds(), b.writesSince(before))
+		n, passAt.Sub(start).Seconds(), b.settledWritesSince(before))
 }
 
-// settle runs a controller over ns until it has synced every Foo and
-// written nothing for settleQuiet: the Foos' last rollouts may have changed
-// their Deployments after the run that created them stopped, and a restart
-// "over a converged set" must not count catching up with that.
+// settle runs a controller over ns until it has synced every Foo and its
+// write requests have stood still for quietWindow: the Foos' last rollouts
+// may have changed their Deployments after the run that created them
+// stopped, and a restart "over a converged set" must not count catching up
+// with that. The controller runs without leader election, so its write
+// counter holds no Lease renewals and can stand still.
 func (b *bench) settle(ns string, n int) {
 	ctrl := b.startController(ns, "controller-settle")
 	defer b.stopController(ctrl)
 	b.waitFirstFullPass(ctrl, n)
 	isWrite := func(l map[string]string) bool { return framework.IsWriteVerb(l["method"]) }
-	last, quietSince := -1.0, time.Now()
-	b.poll(runLimit(n), ns+" settled", func(ctx context.Context) (bool, error) {
-		writes := framework.Sum(b.scrapeController(ctrl), "rest_client_requests_total", isWrite)
-		if writes != last {
-			last, quietSince = writes, time.Now()
-		}
-		return time.Since(quietSince) >= settleQuiet, nil
+	writes, quiet := b.waitQuiet(runLimit(n), func(ctx context.Context) (float64, error) {
+		samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
+		return framework.Sum(samples, "rest_client_requests_total", isWrite), err
 	})
+	if !quiet {
+		b.t.Fatalf("%s did not settle: the controller was still writing after %v (%.0f write requests)", ns, runLimit(n), writes)
+	}
 }
-
-// settleQuiet is how long a controller must write nothing to call its
-// Foos settled.
-const settleQuiet = 5 * time.Second
 
 // leaderElectionArgs turn leader election on, with the Lease in ns.
 func leaderElectionArgs(ns string) []string {
@@ -171,12 +165,19 @@ func (b *bench) waitProbeOK(ctrl *framework.Controller, path string) time.Time {
 	return at
 }
 
-// waitFirstFullPass polls the controller's metrics every 100 ms until it
-// has synced at least n Foos and both of its queues are empty, and returns
-// when it saw that.
+// waitFirstFullPass waits until the controller has synced at least n Foos
+// and both of its queues are empty, and returns when it saw that.
 func (b *bench) waitFirstFullPass(ctrl *framework.Controller, n int) time.Time {
+	return b.waitSyncs(ctrl, "first full pass", float64(n), runLimit(n))
+}
+
+// waitSyncs polls the controller's metrics every 100 ms until its Foo
+// syncs (samplecontroller_reconcile_total, counted as each sync ends) reach
+// syncs and both of its queues are empty, and returns when it saw that; it
+// fails the bench after timeout, or at once if the controller exits.
+func (b *bench) waitSyncs(ctrl *framework.Controller, what string, syncs float64, timeout time.Duration) time.Time {
 	var at time.Time
-	b.pollEvery(100*time.Millisecond, runLimit(n), ctrl.Name+" first full pass", func(ctx context.Context) (bool, error) {
+	b.pollEvery(100*time.Millisecond, timeout, ctrl.Name+" "+what, func(ctx context.Context) (bool, error) {
 		if ctrl.Exited() {
 			b.t.Fatalf("%s exited:\n%s", ctrl.Name, framework.Trim(ctrl.Log(), 4000))
 		}
@@ -188,7 +189,12 @@ func (b *bench) waitFirstFullPass(ctrl *framework.Controller, n int) time.Time {
 		queued := framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
 			return l["name"] == "foo" || l["name"] == "foo_backlog"
 		})
-		return framework.Sum(samples, "samplecontroller_reconcile_total", nil) >= float64(n) && queued == 0, nil
+		return syncCount(samples) >= syncs && queued == 0, nil
 	})
 	return at
+}
+
+// syncCount is a controller's Foo syncs so far, whatever their result.
+func syncCount(samples []framework.Sample) float64 {
+	return framework.Sum(samples, "samplecontroller_reconcile_total", nil)
 }
