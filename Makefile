@@ -35,10 +35,10 @@ test: verify unit fuzz e2e
 unit:
 	go test -race -count=1 ./...
 
-## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in testdata/fuzz.
+## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in pkg/contract/testdata/fuzz.
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzValidateFooSpec$$' -fuzztime $(FUZZTIME) .
-	go test -run '^$$' -fuzz '^FuzzNewDeployment$$' -fuzztime $(FUZZTIME) .
+	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/contract/
+	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/contract/
 
 ## verify: generated code and CRD are current, code is formatted and vetted.
 verify:

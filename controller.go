@@ -37,28 +37,31 @@ import (
 	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1alpha1"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
-// The controller is spread over a few files, one concern each:
+// The Controller is spread over a few files, one concern each, read in this
+// order:
 //
-//	controller.go  this file: the Controller, Run, and syncHandler, the
-//	               reconcile of one Foo
-//	handlers.go    informer event handlers and cache indexes: which Foo an
-//	               event concerns
-//	cache.go       what the informer caches keep of each object: only the
-//	               fields the controller reads (the informer transform)
-//	queue.go       the workqueue: rate limits, workers, retries
-//	writes.go      every API write the controller makes, and how a refused
-//	               write is reported on the Foo
-//	deployment.go  the Deployment a Foo asks for (pure functions)
-//	status.go      the status a Foo should have (pure functions)
-//	validation.go  what a valid spec is
-//	fooapi.go      the check at start that the cluster serves the Foo API
-//	               this controller needs
+//	controller.go    this file: the Controller, Run, and syncHandler, the
+//	                 reconcile of one Foo
+//	handlers.go      informer event handlers: which Foo an event concerns
+//	queue.go         the workqueue: fresh changes ahead of the backlog,
+//	                 workers, retries
+//	deployment.go    the Foo's Deployment: create, repair, delete stale ones
+//	status.go        the Foo's status, and the problems reported on it
+//	expectations.go  the controller's own status writes the cache has not
+//	                 shown yet
+//	metrics.go       the controller's metrics
+//
+// What a Foo means (the Deployment it asks for, the status it should have,
+// which specs are valid, what the caches keep) is pure functions in
+// pkg/contract; main.go wires the Controller to clients, informers, the
+// metrics and probe servers (pkg/serving) and leader election (pkg/leader).
 
 // shutdownGracePeriod is how long workers may spend finishing the Foo in hand
 // once shutdown begins; then their API calls are cancelled.
@@ -79,10 +82,10 @@ type Controller struct {
 	// workqueue holds the keys of Foos to sync (see queue.go).
 	workqueue *fooQueue
 
-	// statusWrites remembers the Foo versions the last status writes
-	// replaced, and prunedStatus the last status the API server pruned, per
-	// Foo UID (see updateFooStatus).
-	statusWrites statusWriteMemory
+	// statusWrites are the expectations of the controller's own status
+	// writes (expectations.go); prunedStatus remembers the last status the
+	// API server pruned, per Foo UID (status.go).
+	statusWrites statusWriteExpectations
 	prunedStatus prunedStatusMemory
 
 	recorder         record.EventRecorder
@@ -183,7 +186,7 @@ func (c *Controller) HasSynced() bool {
 //
 // What stops a Foo from being reconciled and needs its user to act (an
 // invalid spec, a taken name, a write the API server refuses) is a
-// *fooProblem: it is reported on the Foo (Ready=False, one Warning event)
+// *contract.Problem: it is reported on the Foo (Ready=False, one Warning event)
 // and, unless retrying cannot help, returned so the Foo is retried with
 // backoff.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
@@ -201,12 +204,12 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 
 	deployment, err := c.reconcileDeployment(ctx, foo)
-	var problem *fooProblem
+	var problem *contract.Problem
 	if errors.As(err, &problem) {
 		if err := c.reportProblem(ctx, foo, problem); err != nil {
 			return err
 		}
-		if !problem.retry {
+		if !problem.Retry {
 			return nil
 		}
 		return problem
@@ -214,15 +217,15 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	_, err = c.updateFooStatus(ctx, foo, newFooStatus(foo, deployment, readyCondition(foo, deployment)))
+	_, err = c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, deployment, contract.ReadyCondition(foo, deployment)))
 	return err
 }
 
 // reconcileDeployment makes the Foo's Deployment what the Foo asks for and
 // returns it.
 func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
-	if errs := validateFooSpec(&foo.Spec); len(errs) > 0 {
-		return nil, invalidSpecProblem(errs)
+	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
+		return nil, contract.InvalidSpecProblem(errs)
 	}
 	deployment, err := c.ensureDeployment(ctx, foo)
 	if err != nil {

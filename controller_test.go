@@ -40,6 +40,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 )
@@ -56,7 +57,7 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches, trimmed as the informer transform trims them
-	// (trimForCache); also on the fake API servers, complete.
+	// (contract.TrimForCache); also on the fake API servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the
@@ -90,7 +91,7 @@ func newFoo(name string, replicas int32) *samplev1alpha1.Foo {
 // rolled out with every replica available.
 func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	t.Helper()
-	d, err := deploymentFromApplyConfiguration(newDeployment(foo))
+	d, err := contract.DeploymentObject(contract.DesiredDeployment(foo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 
 // withSyncedStatus gives foo the status the controller writes for deployment.
 func withSyncedStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
-	foo.Status = newFooStatus(foo, deployment, readyCondition(foo, deployment))
+	foo.Status = contract.DesiredStatus(foo, deployment, contract.ReadyCondition(foo, deployment))
 	return foo
 }
 
@@ -135,16 +136,25 @@ func (f *fixture) newController(ctx context.Context) {
 	c.recorder = f.recorder
 
 	for _, foo := range f.foos {
-		if err := c.foosIndexer.Add(trimFoo(foo.DeepCopy())); err != nil {
-			f.t.Fatal(err)
-		}
+		f.addToCache(c.foosIndexer, foo.DeepCopy())
 	}
 	for _, d := range f.deployments {
-		if err := c.deploymentsIndexer.Add(trimDeployment(d.DeepCopy())); err != nil {
-			f.t.Fatal(err)
-		}
+		f.addToCache(c.deploymentsIndexer, d.DeepCopy())
 	}
 	f.controller = c
+}
+
+// addToCache adds obj to a cache as the informer would: trimmed by the
+// informer transform, which trims in place.
+func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
+	f.t.Helper()
+	trimmed, err := contract.TrimForCache(obj)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := indexer.Add(trimmed); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func alwaysReady() bool { return true }
@@ -307,7 +317,7 @@ func TestCreatesDeployment(t *testing.T) {
 		created.Labels[samplev1alpha1.LabelManagedBy] != samplev1alpha1.ControllerName {
 		t.Errorf("unexpected Deployment: replicas %d labels %v", *created.Spec.Replicas, created.Labels)
 	}
-	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != containerImage {
+	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != contract.ContainerImage {
 		t.Errorf("unexpected containers %+v", c)
 	}
 	status := f.writtenStatus()
@@ -437,7 +447,7 @@ func TestRepairsDriftKeepingForeignFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels["team"] != "payments" || got.Labels["controller"] != "test" || got.Spec.Template.Spec.Containers[0].Image != containerImage {
+	if got.Labels["team"] != "payments" || got.Labels["controller"] != "test" || got.Spec.Template.Spec.Containers[0].Image != contract.ContainerImage {
 		t.Errorf("after repair: labels %v image %s", got.Labels, got.Spec.Template.Spec.Containers[0].Image)
 	}
 }
@@ -711,13 +721,13 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 		handle func(c *Controller)
 		want   []string
 	}{
-		"add":    {func(c *Controller) { c.handleObject(owned) }, []string{"test"}},
-		"delete": {func(c *Controller) { c.handleDeploymentDelete(owned) }, []string{"test", "waiting"}},
+		"add":    {func(c *Controller) { c.enqueueControllingFoo(owned) }, []string{"test"}},
+		"delete": {func(c *Controller) { c.onDeploymentDelete(owned) }, []string{"test", "waiting"}},
 		"delete tombstone": {func(c *Controller) {
-			c.handleDeploymentDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
+			c.onDeploymentDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
 		}, []string{"test", "waiting"}},
-		"owned by other kind": {func(c *Controller) { c.handleObject(ownedByOther) }, nil},
-		"stale owner UID":     {func(c *Controller) { c.handleObject(staleOwner) }, nil},
+		"owned by other kind": {func(c *Controller) { c.enqueueControllingFoo(ownedByOther) }, nil},
+		"stale owner UID":     {func(c *Controller) { c.enqueueControllingFoo(staleOwner) }, nil},
 		"same resourceVersion": {func(c *Controller) {
 			// What a periodic resync delivers: nothing to do.
 			c.deploymentsIndexer.Update(owned)
@@ -752,8 +762,8 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	defer cancel()
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
-	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache))
-	k := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(trimForCache))
+	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(contract.TrimForCache))
+	k := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(contract.TrimForCache))
 	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		t.Fatal(err)

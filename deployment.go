@@ -17,134 +17,114 @@ limitations under the License.
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
+	"context"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/validation"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
-// The single container of the pod template.
-const (
-	containerName  = "nginx"
-	containerImage = "nginx:latest"
-)
+// The Foo's Deployment: created when missing, repaired when a field the
+// controller owns drifted, deleted when the Foo renamed it. Each write is made
+// only when the cache shows something to change, and each is recorded as a
+// Normal event on the Foo. A write the API server refuses for a reason the
+// user must address becomes a contract.Problem.
 
-// podLabels are the labels of the Foo's pods, and so the Deployment's
-// selector. A Deployment's selector cannot change, so neither may these.
-func podLabels(foo *samplev1alpha1.Foo) map[string]string {
-	return map[string]string{
-		samplev1alpha1.LabelApp:        "nginx",
-		samplev1alpha1.LabelController: fooLabelValue(foo.Name),
+// ensureDeployment makes the Foo's Deployment exist with the fields the
+// controller owns as contract.DesiredDeployment says, and returns it. A Deployment of that
+// name that the Foo does not control is never modified: that is a problem
+// to report.
+func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
+	desired := contract.DesiredDeployment(foo)
+	deployment, err := c.deploymentsLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
+	if apierrors.IsNotFound(err) {
+		var created *appsv1.Deployment
+		if created, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
+			return created, err
+		}
+		// The name is taken by a Deployment the cache does not hold: one
+		// without the managed-by label (someone else's, or ours with the
+		// label removed by hand). The API server's copy says whose it is.
+		deployment, err = c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{})
 	}
-}
-
-// fooLabelValue is the Foo's name as a label value. A Foo's name may have up
-// to 253 characters, a label value only 63: a longer name is cut to its first
-// 52 characters and followed by a hash of the whole name, so that two long
-// names still get different values. Names of 63 characters or fewer are used
-// as they are.
-func fooLabelValue(name string) string {
-	if len(name) <= validation.LabelValueMaxLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// newDeployment returns the Deployment a Foo asks for. It is a pure function
-// of the Foo, and it names exactly the fields the controller owns: server-side
-// apply writes these and leaves every other field, such as another team's
-// labels or annotations, to whoever set it.
-func newDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration {
-	labels := podLabels(foo)
-	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
-		WithLabels(labels).
-		WithLabels(map[string]string{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
-			WithKind("Foo").
-			WithName(foo.Name).
-			WithUID(foo.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(desiredReplicas(&foo.Spec)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(labels).
-				WithSpec(corev1ac.PodSpec().
-					WithContainers(corev1ac.Container().
-						WithName(containerName).
-						WithImage(containerImage)))))
-}
-
-// deploymentFromApplyConfiguration turns the desired state into an object for
-// a plain create. An apply configuration serializes to exactly the fields it
-// sets, so the round trip through JSON yields the same Deployment an apply
-// would create.
-func deploymentFromApplyConfiguration(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
-	data, err := json.Marshal(desired)
 	if err != nil {
 		return nil, err
 	}
-	deployment := &appsv1.Deployment{}
-	if err := json.Unmarshal(data, deployment); err != nil {
+	if !metav1.IsControlledBy(deployment, foo) {
+		return nil, contract.NameTakenProblem(deployment)
+	}
+	return c.repairDeployment(ctx, foo, desired, deployment)
+}
+
+// createDeployment creates the desired Deployment. A plain create, not an
+// apply: an apply would take over a Deployment of that name that the cache
+// cannot see because it lacks our label.
+func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+	deployment, err := contract.DeploymentObject(desired)
+	if err != nil {
 		return nil, err
 	}
-	return deployment, nil
+	created, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Create(ctx, deployment,
+		metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
+	if err != nil {
+		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedCreate, "create", deployment.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %s", created.Name)
+	return created, nil
 }
 
-// deploymentDrift lists the fields the controller owns whose value in the
-// actual Deployment differs from the desired one. It reads only what
-// newDeployment sets, so fields owned by others never count as drift.
-func deploymentDrift(desired *appsv1ac.DeploymentApplyConfiguration, actual *appsv1.Deployment) []string {
-	var drift []string
-	if !labelsContain(actual.Labels, desired.Labels) {
-		drift = append(drift, "labels")
+// repairDeployment applies the desired state to the Foo's own Deployment when
+// it differs in a field the controller owns.
+func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration, deployment *appsv1.Deployment) (*appsv1.Deployment, error) {
+	drift := contract.Drift(desired, deployment)
+	if len(drift) == 0 {
+		return deployment, nil
 	}
-	spec := desired.Spec
-	if actual.Spec.Replicas == nil || *actual.Spec.Replicas != *spec.Replicas {
-		drift = append(drift, "replicas")
+	// Force: fields the controller owns are its own, even when someone
+	// changed them by hand since.
+	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	if err != nil {
+		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedUpdate, "update", deployment.Name, err)
 	}
-	if actual.Spec.Selector == nil || !equality.Semantic.DeepEqual(actual.Spec.Selector.MatchLabels, spec.Selector.MatchLabels) {
-		drift = append(drift, "selector")
-	}
-	if !labelsContain(actual.Spec.Template.Labels, spec.Template.Labels) {
-		drift = append(drift, "template labels")
-	}
-	for _, want := range spec.Template.Spec.Containers {
-		if !hasContainer(actual.Spec.Template.Spec.Containers, *want.Name, *want.Image) {
-			drift = append(drift, fmt.Sprintf("container %s", *want.Name))
-		}
-	}
-	return drift
+	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
+	return applied, nil
 }
 
-// labelsContain reports whether every wanted label is present with its value.
-func labelsContain(actual, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := actual[k]; !ok || got != v {
-			return false
-		}
+// deleteStaleDeployments deletes the Deployments the Foo controls under a
+// name it no longer asks for, as after a change of spec.deploymentName.
+func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1alpha1.Foo) error {
+	owned, err := c.deploymentsIndexer.ByIndex(contract.DeploymentByControllingFoo, string(foo.UID))
+	if err != nil {
+		return err
 	}
-	return true
-}
-
-func hasContainer(containers []corev1.Container, name, image string) bool {
-	for _, c := range containers {
-		if c.Name == name {
-			return c.Image == image
+	for _, obj := range owned {
+		deployment := obj.(*appsv1.Deployment)
+		if deployment.Name == foo.Spec.DeploymentName {
+			continue
 		}
+		// The UID precondition makes sure we delete the very Deployment we
+		// saw, not a newer one that took its name since.
+		err := c.kubeclientset.AppsV1().Deployments(deployment.Namespace).Delete(ctx, deployment.Name,
+			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(deployment.UID))})
+		if apierrors.IsNotFound(err) {
+			continue // deleted already; the cache had not caught up
+		}
+		if err != nil {
+			return contract.ProblemIfRefused(samplev1alpha1.ReasonFailedDelete, "delete", deployment.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
+			"Deleted Deployment %s: spec.deploymentName is now %s", deployment.Name, foo.Spec.DeploymentName)
 	}
-	return false
+	return nil
 }

@@ -27,28 +27,19 @@ import (
 	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
 // Informer events come in here and leave as Foo keys on the queue. Each
 // handler answers one question: which Foos does this event concern?
 
-// Cache indexes.
-const (
-	// fooDeploymentNameIndex finds the Foos that ask for a Deployment name,
-	// so that a Foo refused a taken name is retried as soon as it is freed.
-	fooDeploymentNameIndex = "deploymentName"
-	// deploymentControllerIndex finds the Deployments a Foo controls, whatever
-	// their name, so that renaming spec.deploymentName removes the old one.
-	deploymentControllerIndex = "controllerUID"
-)
-
 // addEventHandlers registers the controller's indexes and event handlers on
 // the two informers.
 func (c *Controller) addEventHandlers(ctx context.Context, fooInformer, deploymentInformer cache.SharedIndexInformer) error {
-	if err := fooInformer.AddIndexers(cache.Indexers{fooDeploymentNameIndex: indexFooByDeploymentName}); err != nil {
+	if err := fooInformer.AddIndexers(contract.FooIndexers()); err != nil {
 		return err
 	}
-	if err := deploymentInformer.AddIndexers(cache.Indexers{deploymentControllerIndex: indexDeploymentByControllingFoo}); err != nil {
+	if err := deploymentInformer.AddIndexers(contract.DeploymentIndexers()); err != nil {
 		return err
 	}
 
@@ -56,14 +47,14 @@ func (c *Controller) addEventHandlers(ctx context.Context, fooInformer, deployme
 	if _, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.onFooAdd,
 		UpdateFunc: c.onFooUpdate,
-		DeleteFunc: c.handleFooDelete,
+		DeleteFunc: c.onFooDelete,
 	}); err != nil {
 		return err
 	}
 	_, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.onDeploymentAdd,
 		UpdateFunc: c.onDeploymentUpdate,
-		DeleteFunc: c.handleDeploymentDelete,
+		DeleteFunc: c.onDeploymentDelete,
 	})
 	return err
 }
@@ -82,10 +73,10 @@ func (c *Controller) onFooAdd(obj interface{}, isInInitialList bool) {
 }
 
 // A status echo goes ahead of the backlog too when a sync gave up waiting for
-// it (see statusWriteMemory): that sync was a change a user waits for.
+// it (see statusWriteExpectations): that sync was a change a user waits for.
 func (c *Controller) onFooUpdate(old, new interface{}) {
 	newFoo := new.(*samplev1alpha1.Foo)
-	if c.statusWrites.seen(newFoo) || old.(*samplev1alpha1.Foo).Generation != newFoo.Generation {
+	if c.statusWrites.cacheCaughtUp(newFoo) || old.(*samplev1alpha1.Foo).Generation != newFoo.Generation {
 		c.enqueueFoo(new)
 		return
 	}
@@ -100,7 +91,7 @@ func (c *Controller) onFooUpdate(old, new interface{}) {
 
 func (c *Controller) onDeploymentAdd(obj interface{}, isInInitialList bool) {
 	if !isInInitialList {
-		c.handleObject(obj)
+		c.enqueueControllingFoo(obj)
 	} else if foo := c.controllingFoo(obj); foo != nil {
 		c.enqueueFooInBacklog(foo)
 	}
@@ -112,55 +103,22 @@ func (c *Controller) onDeploymentUpdate(old, new interface{}) {
 		// handler's resync already covers it.
 		return
 	}
-	c.handleObject(new)
+	c.enqueueControllingFoo(new)
 }
 
-// indexFooByDeploymentName indexes Foos by "namespace/deploymentName".
-func indexFooByDeploymentName(obj interface{}) ([]string, error) {
-	foo, ok := obj.(*samplev1alpha1.Foo)
-	if !ok || foo.Spec.DeploymentName == "" {
-		return nil, nil
-	}
-	return []string{foo.Namespace + "/" + foo.Spec.DeploymentName}, nil
-}
-
-// indexDeploymentByControllingFoo indexes Deployments by the UID of the Foo
-// that controls them.
-func indexDeploymentByControllingFoo(obj interface{}) ([]string, error) {
-	deployment, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return nil, nil
-	}
-	ref := fooControllerRef(deployment)
-	if ref == nil {
-		return nil, nil
-	}
-	return []string{string(ref.UID)}, nil
-}
-
-// fooControllerRef returns the object's controller reference when its
-// controller is a Foo, else nil.
-func fooControllerRef(object metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOf(object)
-	if ref == nil || ref.Kind != "Foo" || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
-		return nil
-	}
-	return ref
-}
-
-// handleFooDelete forgets what the controller remembered about a deleted
+// onFooDelete forgets what the controller remembered about a deleted
 // Foo. Its Deployment is the garbage collector's to delete.
-func (c *Controller) handleFooDelete(obj interface{}) {
+func (c *Controller) onFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
 		c.statusWrites.forget(object.GetUID())
 		c.prunedStatus.forget(object.GetUID())
 	}
 }
 
-// handleObject queues the Foo that controls the given Deployment, if any. The
-// object may be a cache.DeletedFinalStateUnknown tombstone, which the
-// informer hands out when it missed a delete while disconnected.
-func (c *Controller) handleObject(obj interface{}) {
+// enqueueControllingFoo queues the Foo that controls the given Deployment, if
+// any. The object may be a cache.DeletedFinalStateUnknown tombstone, which
+// the informer hands out when it missed a delete while disconnected.
+func (c *Controller) enqueueControllingFoo(obj interface{}) {
 	if foo := c.controllingFoo(obj); foo != nil {
 		c.enqueueFoo(foo)
 	}
@@ -172,7 +130,7 @@ func (c *Controller) controllingFoo(obj interface{}) *samplev1alpha1.Foo {
 	if !ok {
 		return nil
 	}
-	ref := fooControllerRef(object)
+	ref := contract.ControllerRef(object)
 	if ref == nil {
 		return nil
 	}
@@ -186,18 +144,18 @@ func (c *Controller) controllingFoo(obj interface{}) *samplev1alpha1.Foo {
 	return foo
 }
 
-// handleDeploymentDelete queues the Foo that controlled the deleted
+// onDeploymentDelete queues the Foo that controlled the deleted
 // Deployment, and every Foo asking for its name: one that was refused the
 // name can have it now. Only managed Deployments are watched, so a Foo
 // refused a name by an unmanaged Deployment learns that it was freed from
 // its own retries, with backoff.
-func (c *Controller) handleDeploymentDelete(obj interface{}) {
-	c.handleObject(obj)
+func (c *Controller) onDeploymentDelete(obj interface{}) {
+	c.enqueueControllingFoo(obj)
 	object, ok := objectFromTombstone(obj)
 	if !ok {
 		return
 	}
-	waiting, err := c.foosIndexer.ByIndex(fooDeploymentNameIndex, object.GetNamespace()+"/"+object.GetName())
+	waiting, err := c.foosIndexer.ByIndex(contract.FooByDeploymentName, object.GetNamespace()+"/"+object.GetName())
 	if err != nil {
 		utilruntime.HandleError(err)
 		return

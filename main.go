@@ -37,11 +37,16 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
+	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/serving"
 	"github.com/kube-samples/sample-controller/pkg/signals"
 )
 
@@ -55,43 +60,41 @@ type options struct {
 	kubeAPIQPS   float64
 	kubeAPIBurst int
 
-	metricsAddr   string
-	metricsSecure bool
-	profiling     bool
-	tlsCertFile   string
-	tlsKeyFile    string
-	probeAddr     string
-
-	leaderElection leaderElectionConfig
+	metrics        serving.MetricsOptions
+	probeAddr      string
+	leaderElection leader.Config
 	logging        *logsapi.LoggingConfiguration
 }
 
-// addFlags registers the command line on fs. The defaults of -workers,
-// -kube-api-qps and -kube-api-burst come from the benchmark in
+// addFlags registers the command line on fs. Each flag's help says what it
+// does in a sentence or two; docs/operations.md says more. The defaults of
+// -workers, -kube-api-qps and -kube-api-burst come from the benchmark in
 // docs/performance.md.
 func addFlags(fs *flag.FlagSet) *options {
 	o := &options{logging: logsapi.NewLoggingConfiguration()}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: as kubectl finds one: $KUBECONFIG, else the in-cluster configuration of a pod, else ~/.kube/config.")
 	fs.StringVar(&o.masterURL, "master", "", "The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
 	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
-	fs.IntVar(&o.workers, "workers", 8, "Number of Foos synced in parallel. Syncs wait mostly on API round trips, so more workers converge many Foos faster (see docs/performance.md).")
-	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change. A resync makes no API writes unless something drifted.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server, all its requests together (client-side limit; leader election renewals are not counted; the API server's priority and fairness protects it as well).")
+	fs.IntVar(&o.workers, "workers", 8, "Number of Foos synced in parallel.")
+	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change; a resync writes only what drifted.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server, all its requests together (client-side limit).")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics, over HTTPS to callers allowed by the API server unless -metrics-secure=false. 0 disables it.")
-	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, and only to callers whose bearer token the API server accepts (TokenReview) and who may get the non-resource URL /metrics (SubjectAccessReview), e.g. bound to the metrics-reader ClusterRole. false serves plain HTTP to anyone who can connect: for local runs only.")
-	fs.BoolVar(&o.profiling, "profiling", false, "Also serve Go's pprof profiles (CPU, heap, goroutines, ...) under /debug/pprof/ on the metrics server, guarded like /metrics: by default only to callers the API server allows get on the non-resource URLs /debug/pprof/* (the metrics-reader ClusterRole does not grant it), with -metrics-secure=false to anyone. Off by default, unlike kube-controller-manager's --profiling: profiles reveal more than metrics, so a least-privilege controller serves them only when asked. No effect with -metrics-bind-address=0 (no metrics server).")
-	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM certificate (followed by any intermediates) of the HTTPS metrics server; reloaded when the file changes. Default: a self-signed certificate generated in memory at start.")
-	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
+
+	m := &o.metrics
+	fs.StringVar(&m.BindAddress, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics. 0 disables it.")
+	fs.BoolVar(&m.Secure, "metrics-secure", true, "Serve /metrics over HTTPS, only to callers the API server authenticates and authorizes (e.g. bound to the metrics-reader ClusterRole). false serves plain HTTP to anyone: for local runs only.")
+	fs.BoolVar(&m.Profiling, "profiling", false, "Also serve Go's pprof profiles under /debug/pprof/ on the metrics server, guarded like /metrics.")
+	fs.StringVar(&m.CertFile, "tls-cert-file", "", "PEM certificate of the HTTPS metrics server, reloaded when the file changes. Default: a self-signed certificate generated at start.")
+	fs.StringVar(&m.KeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address to serve the /healthz and /readyz probes on. 0 disables it.")
 
 	le := &o.leaderElection
-	fs.BoolVar(&le.enabled, "leader-elect", true, "Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
-	fs.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaderElectionNamespace(), "Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
-	fs.StringVar(&le.id, "leader-elect-id", samplev1alpha1.ControllerName, "Name of the leader election Lease.")
-	fs.DurationVar(&le.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
-	fs.DurationVar(&le.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew its Lease before it gives up leadership and exits. Less than the lease duration.")
-	fs.DurationVar(&le.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
+	fs.BoolVar(&le.Enabled, "leader-elect", true, "Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
+	fs.StringVar(&le.Namespace, "leader-elect-namespace", leader.DefaultNamespace(), "Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
+	fs.StringVar(&le.Name, "leader-elect-id", samplev1alpha1.ControllerName, "Name of the leader election Lease.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew its Lease before it gives up leadership and exits. Less than the lease duration.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 
 	// klog's flags (-v, -vmodule, -log_file, ...). -v and -vmodule are
 	// registered by the logging configuration below, which also offers
@@ -142,22 +145,22 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("building sample clientset: %w", err)
 	}
 
-	if err := checkFooAPI(ctx, sampleClient.Discovery(), sampleClient.Discovery().RESTClient()); err != nil {
+	if err := apicheck.Check(ctx, sampleClient.Discovery()); err != nil {
 		return err
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
 	// grow with the cluster's other Deployments; cache only the fields of
-	// each Foo and Deployment the controller reads (trimForCache, cache.go).
+	// each Foo and Deployment the controller reads (contract.TrimForCache).
 	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
 		}),
-		kubeinformers.WithTransform(trimForCache))
+		kubeinformers.WithTransform(contract.TrimForCache))
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
 		informers.WithNamespace(o.namespace),
-		informers.WithTransform(trimForCache))
+		informers.WithTransform(contract.TrimForCache))
 
 	controller, err := NewController(ctx, kubeClient, sampleClient,
 		kubeInformerFactory.Apps().V1().Deployments(),
@@ -165,25 +168,26 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	legacyregistry.CustomMustRegister(newFooReadinessCollector(controller.foosLister))
 
 	// Liveness fails when a leader stops renewing its Lease (for 20 s past
 	// the lease duration); readiness waits for the caches, so a standby is
 	// ready as soon as it could take over.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	liveness := []healthCheck{{name: "ping", check: func(*http.Request) error { return nil }}}
-	if o.leaderElection.enabled {
-		liveness = append(liveness, healthCheck{name: "leaderElection", check: watchdog.Check})
+	liveness := []serving.Check{{Name: "ping", Check: func(*http.Request) error { return nil }}}
+	if o.leaderElection.Enabled {
+		liveness = append(liveness, serving.Check{Name: "leaderElection", Check: watchdog.Check})
 	}
-	readiness := []healthCheck{{name: "informer-sync", check: func(*http.Request) error {
+	readiness := []serving.Check{{Name: "informer-sync", Check: func(*http.Request) error {
 		if !controller.HasSynced() {
 			return fmt.Errorf("informer caches not synced")
 		}
 		return nil
 	}}}
-	if err := serveMetrics(ctx, o, kubeCfg); err != nil {
+	if err := serving.ServeMetrics(ctx, o.metrics, kubeCfg); err != nil {
 		return err
 	}
-	if err := serve(ctx, "probes", o.probeAddr, probesHandler(liveness, readiness)); err != nil {
+	if err := serving.ServeProbes(ctx, o.probeAddr, liveness, readiness); err != nil {
 		return err
 	}
 
@@ -199,27 +203,10 @@ func run(ctx context.Context, o *options) error {
 	defer cancel()
 
 	runController := func(ctx context.Context) error { return controller.Run(ctx, o.workers) }
-	if !o.leaderElection.enabled {
+	if !o.leaderElection.Enabled {
 		return runController(ctx)
 	}
-	// Lease renewals get a client and a rate limiter of their own, so that
-	// a burst of syncs never holds them behind -kube-api-qps. They make a
-	// request or two per -leader-elect-retry-period.
-	leaderElectionCfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
-	leaderElectionCfg.RateLimiter = nil
-	// Each Lease request is bounded by the retry period. When renewing
-	// fails for the renew deadline, client-go still tries to release the
-	// Lease before we learn leadership is lost; without a timeout that
-	// request hangs as long as the API server does, and the workers of a
-	// leader that is no longer sure to lead go on. Bounded, the process
-	// exits within renew deadline + retry period (12 s by default), before
-	// a standby may take the Lease (lease duration, 15 s).
-	leaderElectionCfg.Timeout = o.leaderElection.retryPeriod
-	leaderElectionClient, err := kubernetes.NewForConfig(leaderElectionCfg)
-	if err != nil {
-		return fmt.Errorf("building leader election clientset: %w", err)
-	}
-	return runAsLeader(ctx, o.leaderElection, leaderElectionClient, watchdog, runController)
+	return leader.Run(ctx, o.leaderElection, kubeCfg, watchdog, runController)
 }
 
 // loadClientConfig finds the cluster the way kubectl and controller-runtime
@@ -244,7 +231,7 @@ func loadClientConfig(kubeconfig, masterURL string) (*rest.Config, error) {
 // controller makes (Foos, Deployments, events, discovery) together. The second
 // also speaks protobuf, cheaper to encode and decode than JSON (custom
 // resources only speak JSON). The leader election client is built apart,
-// with a limiter of its own (see run).
+// with a limiter of its own (pkg/leader).
 func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS = float32(o.kubeAPIQPS)

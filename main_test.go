@@ -28,6 +28,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/serving"
 )
 
 // The defaults a user gets, and the command line parsed into options.
@@ -35,12 +37,12 @@ func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o := addFlags(fs)
 	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 ||
-		o.metricsAddr != ":8443" || !o.metricsSecure || o.profiling || o.tlsCertFile != "" || o.tlsKeyFile != "" || o.probeAddr != ":8081" || o.namespace != "" {
+		o.metrics != (serving.MetricsOptions{BindAddress: ":8443", Secure: true}) || o.probeAddr != ":8081" || o.namespace != "" {
 		t.Errorf("defaults: %+v", o)
 	}
 	le := o.leaderElection
-	if !le.enabled || le.id != "sample-controller" || le.leaseDuration != 15*time.Second ||
-		le.renewDeadline != 10*time.Second || le.retryPeriod != 2*time.Second {
+	if le != (leader.Config{Enabled: true, Namespace: "default", Name: "sample-controller",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
 		t.Errorf("leader election defaults: %+v", le)
 	}
 	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
@@ -48,7 +50,7 @@ func TestFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.namespace != "team-a" || o.workers != 3 || o.resyncPeriod != time.Minute || o.kubeAPIQPS != 50 ||
-		o.kubeAPIBurst != 60 || o.leaderElection.enabled || !o.profiling || o.logging.Format != "json" || o.logging.Verbosity != 4 {
+		o.kubeAPIBurst != 60 || o.leaderElection.Enabled || !o.metrics.Profiling || o.logging.Format != "json" || o.logging.Verbosity != 4 {
 		t.Errorf("parsed: %+v, logging %+v", o, o.logging)
 	}
 }

@@ -17,11 +17,11 @@ limitations under the License.
 package main
 
 import (
-	"errors"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -32,6 +32,9 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection"
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
 // The controller's own metrics, served on /metrics with client-go's.
@@ -58,17 +61,49 @@ func init() {
 	legacyregistry.MustRegister(reconcileTotal, reconcileDuration)
 }
 
-// observeReconcile records the outcome and duration of one sync.
-func observeReconcile(d time.Duration, err error) {
-	result := "success"
-	switch {
-	case errors.Is(err, errAwaitingStatusEcho):
-		result = "deferred"
-	case apierrors.IsConflict(err):
-		result = "conflict"
-	case err != nil:
-		result = "error"
-	}
+// observeReconcile records the result and duration of one sync.
+func observeReconcile(result string, d time.Duration) {
 	reconcileTotal.WithLabelValues(result).Inc()
 	reconcileDuration.Observe(d.Seconds())
+}
+
+// fooReadinessDesc describes samplecontroller_foos: how many Foos there are
+// by their Ready condition's status and reason. A platform team alerts on
+// Foos not Ready for long, and sees why, without a label per Foo.
+var fooReadinessDesc = metrics.NewDesc("samplecontroller_foos",
+	"Foos by the status and reason of their Ready condition (ready=\"Unknown\", reason=\"\" before the controller reported one), counted in this replica's cache at scrape time: every replica, leader or standby, serves it.",
+	[]string{"ready", "reason"}, nil, metrics.ALPHA, "")
+
+// fooReadinessCollector counts the cached Foos at each scrape: no API call,
+// and no state to keep in step with the cache.
+type fooReadinessCollector struct {
+	metrics.BaseStableCollector
+	foos listers.FooLister
+}
+
+func newFooReadinessCollector(foos listers.FooLister) *fooReadinessCollector {
+	return &fooReadinessCollector{foos: foos}
+}
+
+func (c *fooReadinessCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- fooReadinessDesc
+}
+
+func (c *fooReadinessCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	foos, err := c.foos.List(labels.Everything())
+	if err != nil {
+		return // a cache lister does not fail
+	}
+	type readiness struct{ ready, reason string }
+	counts := map[readiness]int{}
+	for _, foo := range foos {
+		r := readiness{ready: string(metav1.ConditionUnknown)}
+		if cond := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady); cond != nil {
+			r = readiness{ready: string(cond.Status), reason: cond.Reason}
+		}
+		counts[r]++
+	}
+	for r, n := range counts {
+		ch <- metrics.NewLazyConstMetric(fooReadinessDesc, metrics.GaugeValue, float64(n), r.ready, r.reason)
+	}
 }

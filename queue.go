@@ -61,9 +61,8 @@ const (
 	// keys wait for a worker. One is enough to keep every worker busy: the
 	// feeder tops the queue up each time a worker takes a key, within
 	// microseconds, while a sync takes milliseconds. More would only put
-	// backlog keys ahead of the next fresh one: measured during a cold start
-	// of 400 Foos on 2 cores, two per worker (16 keys) made a fresh Foo wait
-	// p50 0.67 s for its Deployment.
+	// backlog keys ahead of the next fresh one (docs/performance.md has the
+	// measurement).
 	backlogLowWater = 1
 	// backlogMaxWait: the longest a backlog key waits behind fresh ones.
 	backlogMaxWait = time.Second
@@ -181,16 +180,17 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
-	observeReconcile(time.Since(start), err)
-	switch {
-	case err == nil:
+	result := syncResultOf(err)
+	observeReconcile(result, time.Since(start))
+	switch result {
+	case syncSucceeded:
 		c.workqueue.Forget(objRef)
-	case errors.Is(err, errAwaitingStatusEcho):
+	case syncDeferred:
 		// The watch event bringing our last status write queues the Foo
 		// again; a retry before that would find the same stale cache.
 		klog.FromContext(ctx).V(4).Info("Waiting for the cache to show the last status write", "foo", objRef)
 		c.workqueue.Forget(objRef)
-	case apierrors.IsConflict(err):
+	case syncConflict:
 		// The cache was behind the API server: nothing failed. Retry once
 		// the watch has caught up.
 		klog.FromContext(ctx).V(4).Info("Stale cache, retrying", "foo", objRef, "err", err)
@@ -200,4 +200,29 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.workqueue.AddRateLimited(objRef)
 	}
 	return true
+}
+
+// The results of a sync, as samplecontroller_reconcile_total counts them.
+const (
+	syncSucceeded = "success"
+	// syncDeferred: the cache had not shown the controller's own last
+	// status write (errCacheBehindOwnWrite); its watch event queues the Foo.
+	syncDeferred = "deferred"
+	// syncConflict: a write was answered 409, the cache was behind.
+	syncConflict = "conflict"
+	syncFailed   = "error"
+)
+
+// syncResultOf classifies the error a sync returned.
+func syncResultOf(err error) string {
+	switch {
+	case err == nil:
+		return syncSucceeded
+	case errors.Is(err, errCacheBehindOwnWrite):
+		return syncDeferred
+	case apierrors.IsConflict(err):
+		return syncConflict
+	default:
+		return syncFailed
+	}
 }

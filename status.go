@@ -17,82 +17,144 @@ limitations under the License.
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
+	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
-// readyCondition is the Ready condition for a Foo whose Deployment is the given
-// one: True once the rollout is complete with every desired replica updated
-// and available, in the manner of "kubectl rollout status".
-func readyCondition(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) metav1.Condition {
-	want := desiredReplicas(&foo.Spec)
-	st := deployment.Status
-	var msg string
-	switch {
-	case st.ObservedGeneration < deployment.Generation:
-		msg = fmt.Sprintf("Deployment %s: waiting for the deployment controller to observe the latest spec", deployment.Name)
-	case deploymentTimedOut(deployment):
-		msg = fmt.Sprintf("Deployment %s: rollout exceeded its progress deadline", deployment.Name)
-	case st.UpdatedReplicas < want:
-		msg = fmt.Sprintf("Deployment %s: %d of %d replicas updated", deployment.Name, st.UpdatedReplicas, want)
-	case st.Replicas > st.UpdatedReplicas:
-		msg = fmt.Sprintf("Deployment %s: %d old replicas pending termination", deployment.Name, st.Replicas-st.UpdatedReplicas)
-	case st.AvailableReplicas < want:
-		msg = fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want)
-	default:
-		return metav1.Condition{
-			Type:    samplev1alpha1.ConditionReady,
-			Status:  metav1.ConditionTrue,
-			Reason:  samplev1alpha1.ReasonAvailable,
-			Message: fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want),
-		}
+// The Foo's status: written when what the controller observed differs from
+// what the Foo says, and the problems that stop a Foo from being reconciled,
+// reported on it (Ready=False and one Warning event).
+
+// reportProblem records a problem the user has to resolve: Ready=False with
+// its reason and message in status, and a Warning event the first time this
+// problem is seen, not on every retry. The event follows a successful status
+// write only: a write refused because the cache was stale (409) is retried
+// on fresh data, which already shows the problem reported.
+func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
+	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
+	isNew := prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != problem.Reason || prev.Message != problem.Message
+	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, contract.NotReady(problem.Reason, problem.Message)))
+	if err != nil {
+		return err
 	}
-	return notReady(samplev1alpha1.ReasonProgressing, msg)
+	if written && isNew {
+		klog.FromContext(ctx).Info("Foo cannot be reconciled", "reason", problem.Reason, "message", problem.Message)
+		c.recorder.Event(foo, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	return nil
 }
 
-// deploymentTimedOut reports whether the deployment controller gave up on the
-// rollout (its Progressing condition turned False).
-func deploymentTimedOut(deployment *appsv1.Deployment) bool {
-	for _, c := range deployment.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing {
-			return c.Status == "False"
-		}
+// updateFooStatus writes status to the Foo's status subresource unless the
+// Foo has it already, and says whether it wrote.
+//
+// The write is a JSON patch replacing the whole status. Setting
+// resourceVersion makes it conditional: it applies only to the Foo version
+// the status was computed from. When the cache lags behind (a Deployment
+// event often requeues the Foo before the watch delivers our previous write)
+// the API server answers 409 Conflict and the Foo is retried on fresh data,
+// rather than a stale status overwriting a newer one, or a problem being
+// reported twice.
+func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo, status samplev1alpha1.FooStatus) (bool, error) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.sameAsPruned(foo.UID, status) {
+		return false, nil
 	}
-	return false
+	if c.statusWrites.cacheIsBehind(foo) {
+		// The cache still holds the Foo our last status write replaced:
+		// this status was computed from stale data, and the write would
+		// only be answered 409. The Foo is synced again when the watch
+		// delivers that write (see onFooUpdate).
+		return false, errCacheBehindOwnWrite
+	}
+	patch, err := json.Marshal([]jsonPatchOperation{
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: foo.ResourceVersion},
+		{Op: "add", Path: "/status", Value: status},
+	})
+	if err != nil {
+		return false, err
+	}
+	updated, err := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
+		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, "status")
+	if err != nil {
+		return false, err
+	}
+	c.statusWrites.wrote(foo, updated)
+	if pruned := contract.PrunedStatusFields(status, updated.Status); len(pruned) > 0 {
+		c.reportPrunedStatus(ctx, foo, status, pruned)
+	} else {
+		c.prunedStatus.forget(foo.UID)
+	}
+	return true, nil
 }
 
-// notReady is a Ready=False condition with the given reason and message.
-func notReady(reason, message string) metav1.Condition {
-	return metav1.Condition{
-		Type:    samplev1alpha1.ConditionReady,
-		Status:  metav1.ConditionFalse,
-		Reason:  reason,
-		Message: message,
-	}
+// jsonPatchOperation is one operation of an RFC 6902 JSON patch.
+type jsonPatchOperation struct {
+	Op    string      `json:"op"`
+	Path  string      `json:"path"`
+	Value interface{} `json:"value,omitempty"`
 }
 
-// newFooStatus returns the status the Foo should have: the replica counts of
-// its Deployment (nil when it has none of its own), the pod selector for the
-// scale subresource, and the Ready condition, all stamped with the Foo's
-// generation. The Foo itself is not modified; an unchanged condition keeps
-// its lastTransitionTime.
-func newFooStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready metav1.Condition) samplev1alpha1.FooStatus {
-	status := samplev1alpha1.FooStatus{
-		ObservedGeneration: foo.Generation,
-		Selector:           labels.SelectorFromSet(podLabels(foo)).String(),
-		Conditions:         append([]metav1.Condition(nil), foo.Status.Conditions...),
+// reportPrunedStatus says, once per Foo, that the API server pruned its
+// status: a Warning event on the Foo, and an error in the log naming the fix.
+// Retrying cannot help, so the same status is not written again (see
+// prunedStatusMemory) until the Foo asks for a different one.
+func (c *Controller) reportPrunedStatus(ctx context.Context, foo *samplev1alpha1.Foo, status samplev1alpha1.FooStatus, pruned []string) {
+	if !c.prunedStatus.remember(foo.UID, status) {
+		return // reported already
 	}
-	if deployment != nil {
-		status.AvailableReplicas = deployment.Status.AvailableReplicas
-		status.Replicas = deployment.Status.Replicas
+	message := fmt.Sprintf("The API server dropped %s from the status written: the installed CRD %s is outdated; "+
+		"update it with: %s", strings.Join(pruned, ", "), samplev1alpha1.FooCRDName, apicheck.InstallHint)
+	klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server", "fields", pruned, "crd", samplev1alpha1.FooCRDName)
+	c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned, message)
+}
+
+// prunedStatusMemory remembers, per Foo, the last status the API server
+// pruned. Its zero value is ready to use.
+type prunedStatusMemory struct {
+	mu    sync.Mutex
+	byUID map[types.UID]samplev1alpha1.FooStatus
+}
+
+// sameAsPruned reports whether status is the one last pruned for the Foo,
+// transition times aside: a condition the server dropped comes back with a
+// new lastTransitionTime on every sync.
+func (m *prunedStatusMemory) sameAsPruned(uid types.UID, status samplev1alpha1.FooStatus) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, ok := m.byUID[uid]
+	return ok && contract.EqualIgnoringTransitionTimes(prev, status)
+}
+
+// remember records the status pruned for the Foo; it returns true when the
+// Foo had none recorded, that is, when this is news to report.
+func (m *prunedStatusMemory) remember(uid types.UID, status samplev1alpha1.FooStatus) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byUID == nil {
+		m.byUID = map[types.UID]samplev1alpha1.FooStatus{}
 	}
-	ready.ObservedGeneration = foo.Generation
-	meta.SetStatusCondition(&status.Conditions, ready)
-	return status
+	_, known := m.byUID[uid]
+	m.byUID[uid] = status
+	return !known
+}
+
+// forget drops what is recorded for the Foo: its status was stored whole, or
+// the Foo is gone.
+func (m *prunedStatusMemory) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byUID, uid)
 }

@@ -17,71 +17,170 @@ limitations under the License.
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-func TestReadyCondition(t *testing.T) {
-	foo := newFoo("test", 3)
+var deploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
+
+// refuse makes the fake API server answer verb on deployments with err.
+func (f *fixture) refuse(verb string, err error) {
+	f.kubeclient.PrependReactor(verb, "deployments", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, err
+	})
+}
+
+// A write the API server refuses is reported on the Foo with a reason of its
+// own and the server's message, once; the Foo is retried with backoff and
+// converges when the cause is gone.
+func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
+	quota := apierrors.NewForbidden(deploymentsResource, "test-deployment",
+		fmt.Errorf("exceeded quota: one-deployment, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1"))
+	policy := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "test-deployment", nil)
 	for name, tc := range map[string]struct {
-		mutate func(*appsv1.Deployment)
-		status metav1.ConditionStatus
+		verb   string
+		setup  func(f *fixture, foo *samplev1alpha1.Foo)
+		err    error
 		reason string
-		msg    string
+		write  string
 	}{
-		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
-			"Deployment test-deployment: 3 of 3 replicas available"},
-		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
-			"Deployment test-deployment: waiting for the deployment controller to observe the latest spec"},
-		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
-			"Deployment test-deployment: 1 of 3 replicas updated"},
-		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
-			"Deployment test-deployment: 1 old replicas pending termination"},
-		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
-			"Deployment test-deployment: 2 of 3 replicas available"},
-		"progress deadline exceeded": {func(d *appsv1.Deployment) {
-			d.Status.AvailableReplicas = 0
-			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
-		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline"},
+		"create refused by a quota": {"create", func(*fixture, *samplev1alpha1.Foo) {}, quota,
+			samplev1alpha1.ReasonFailedCreate, "create deployments test-deployment"},
+		"repair refused by a policy": {"patch", func(f *fixture, foo *samplev1alpha1.Foo) {
+			d := ownedDeployment(t, foo)
+			d.Spec.Replicas = ptr.To[int32](5)
+			f.deployments = append(f.deployments, d)
+		}, policy, samplev1alpha1.ReasonFailedUpdate, "patch deployments test-deployment application/apply-patch+yaml"},
+		"stale delete forbidden": {"delete", func(f *fixture, foo *samplev1alpha1.Foo) {
+			stale := ownedDeployment(t, foo)
+			stale.Name = "old-name"
+			f.deployments = append(f.deployments, ownedDeployment(t, foo), stale)
+		}, apierrors.NewForbidden(deploymentsResource, "old-name", fmt.Errorf("denied")),
+			samplev1alpha1.ReasonFailedDelete, "delete deployments old-name"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := ownedDeployment(t, foo)
-			tc.mutate(d)
-			got := readyCondition(foo, d)
-			if got.Type != samplev1alpha1.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
-				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
+			f := newFixture(t)
+			foo := newFoo("test", 1)
+			f.foos = append(f.foos, foo)
+			tc.setup(f, foo)
+			f.sync(foo) // builds the controller
+			f.refuse(tc.verb, tc.err)
+			f.discardEvents()
+
+			if err := f.sync(foo); err == nil {
+				t.Fatal("sync succeeded, want an error so the Foo is retried with backoff")
+			}
+			f.expectKubeWrites(tc.write)
+			f.expectFooWrites("patch foos/status test application/json-patch+json")
+			c := expectReady(t, f.writtenStatus(), metav1.ConditionFalse, tc.reason)
+			if !strings.Contains(c.Message, tc.err.Error()) {
+				t.Errorf("condition message %q does not carry the server's %q", c.Message, tc.err.Error())
+			}
+			f.expectEvents("Warning " + tc.reason + " " + c.Message)
+
+			// The retry meets the same refusal, reported already: no status
+			// write, no second event.
+			foo = foo.DeepCopy()
+			foo.Status = f.writtenStatus()
+			f.controller.foosIndexer.Update(foo)
+			if err := f.sync(foo); err == nil {
+				t.Fatal("retry succeeded, want the error again")
+			}
+			f.expectFooWrites()
+			f.expectEvents()
+
+			// The cause goes away (the quota is raised, the policy
+			// changed): the next retry converges.
+			f.kubeclient.ReactionChain = f.kubeclient.ReactionChain[1:]
+			if err := f.sync(foo); err != nil {
+				t.Fatalf("sync after the cause went away: %v", err)
+			}
+			if c := meta.FindStatusCondition(f.writtenStatus().Conditions, samplev1alpha1.ConditionReady); c.Reason == tc.reason {
+				t.Errorf("Ready still says %s after the cause went away: %q", c.Reason, c.Message)
 			}
 		})
 	}
 }
 
-// An unchanged condition keeps its lastTransitionTime; a changed one gets a
-// new one. The Foo passed in is not modified.
-func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
+// discardEvents empties the recorder, so a test counts events from here.
+func (f *fixture) discardEvents() {
+	for {
+		select {
+		case <-f.recorder.Events:
+		default:
+			return
+		}
+	}
+}
+
+// Passing errors (throttling, timeouts) are retried without a word to the
+// Foo's user: they say nothing the user can act on.
+func TestTransientWriteErrorIsOnlyRetried(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	f.foos = append(f.foos, foo)
+	f.sync(foo)
+	f.discardEvents()
+	f.refuse("create", apierrors.NewTooManyRequests("slow down", 1))
+
+	if err := f.sync(foo); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("sync error %v, want the 429 back for a retry", err)
+	}
+	f.expectFooWrites()
+	f.expectEvents()
+}
+
+// When the installed CRD lacks status fields, the API server prunes them
+// from every write. That is reported once per Foo, and the same status is
+// not written again and again.
+func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
+	f := newFixture(t)
 	foo := newFoo("test", 1)
 	d := ownedDeployment(t, foo)
-	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+	f.sync(foo) // builds the controller
+	// An API server serving the classic CRD: status has availableReplicas
+	// only.
+	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
+		stored := foo.DeepCopy()
+		stored.ResourceVersion = "2"
+		stored.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
+		return true, stored, nil
+	})
+	f.discardEvents()
 
-	same := newFooStatus(foo, d, readyCondition(foo, d))
-	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
-		t.Errorf("unchanged condition moved its transition time to %v", got)
+	if err := f.sync(foo); err != nil {
+		t.Fatalf("a pruned status cannot be fixed by retrying, got error %v", err)
 	}
-	changed := newFooStatus(foo, nil, notReady(samplev1alpha1.ReasonResourceExists, "taken"))
-	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
-		t.Error("changed condition kept its old transition time")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+	f.expectEvents("Warning StatusPruned The API server dropped status.replicas, status.selector, status.observedGeneration, status.conditions")
+
+	// What the watch then delivers: the pruned status. Syncing it finds
+	// the same status to write, pruned before: no write, no event.
+	pruned := foo.DeepCopy()
+	pruned.ResourceVersion = "2"
+	pruned.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
+	f.controller.foosIndexer.Update(pruned)
+	for range 2 {
+		if err := f.sync(pruned); err != nil {
+			t.Fatal(err)
+		}
+		f.expectFooWrites()
+		f.expectEvents()
 	}
-	if changed.AvailableReplicas != 0 || changed.Selector != "app=nginx,controller=test" || changed.ObservedGeneration != 1 {
-		t.Errorf("status without a Deployment: %+v", changed)
-	}
-	if foo.Status.Conditions[0].Status != metav1.ConditionTrue || foo.Status.Conditions[0].Message != "" {
-		t.Errorf("newFooStatus modified the Foo: %+v", foo.Status.Conditions[0])
+	if meta.FindStatusCondition(pruned.Status.Conditions, samplev1alpha1.ConditionReady) != nil {
+		t.Fatal("test setup: the pruned Foo must have no condition")
 	}
 }

@@ -50,6 +50,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -272,25 +273,24 @@ func (b *bench) waitQuiet(timeout time.Duration, count func(context.Context) (fl
 
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
-// benchDeployment is what the controller creates for a Foo: the same shape
-// and size, so the floor writes what the controller writes.
-func benchDeployment(ns, name string, owner *samplev1alpha1.Foo) *appsv1.Deployment {
-	labels := map[string]string{"app": "nginx", "controller": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "nginx", "controller": name}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:latest"}}},
-			},
-		},
+// benchDeployment is the Deployment the controller creates for foo
+// (contract.DesiredDeployment): the floor writes exactly what the controller
+// writes.
+func benchDeployment(foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
+	return contract.DeploymentObject(contract.DesiredDeployment(foo))
+}
+
+// unrelatedDeployment has the shape of the controller's Deployments but is
+// someone else's: owned by nobody, without the managed-by label, so the
+// controller's informer never lists it.
+func unrelatedDeployment(ns, name string) (*appsv1.Deployment, error) {
+	d, err := benchDeployment(newFoo(ns, name))
+	if err != nil {
+		return nil, err
 	}
-	if owner != nil {
-		d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
-	}
-	return d
+	d.OwnerReferences = nil
+	delete(d.Labels, samplev1alpha1.LabelManagedBy)
+	return d, nil
 }
 
 func newFoo(ns, name string) *samplev1alpha1.Foo {

@@ -19,6 +19,7 @@ limitations under the License.
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -132,12 +134,19 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 	start := time.Now()
 	err := framework.Parallel(n, floorWorkers, func(i int) error {
 		foo := foos[i]
-		if _, err := b.kube.AppsV1().Deployments(ns).Create(b.ctx, benchDeployment(ns, foo.Name, foo), metav1.CreateOptions{}); err != nil {
+		d, err := benchDeployment(foo)
+		if err != nil {
 			return err
 		}
-		patch := fmt.Sprintf(`{"status":{"availableReplicas":0,"replicas":0,"selector":"app=nginx,controller=%s","observedGeneration":%d,"conditions":[{"type":"Ready","status":"False","reason":"Progressing","message":"Deployment %s: 0 of 1 replicas updated","lastTransitionTime":%q,"observedGeneration":%d}]}}`,
-			foo.Name, foo.Generation, foo.Name, time.Now().UTC().Format(time.RFC3339), foo.Generation)
-		_, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Patch(b.ctx, foo.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		if _, err := b.kube.AppsV1().Deployments(ns).Create(b.ctx, d, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		// The status the controller writes for a Deployment just created.
+		patch, err := json.Marshal(map[string]interface{}{"status": contract.DesiredStatus(foo, d, contract.ReadyCondition(foo, d))})
+		if err != nil {
+			return err
+		}
+		_, err = b.sample.SamplecontrollerV1alpha1().Foos(ns).Patch(b.ctx, foo.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	})
 	if err != nil {

@@ -20,62 +20,69 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
-// deploymentFixturesFile is written by the controller package's unit test
-// TestDeploymentFixturesAreCurrent, which keeps it equal to what
-// newDeployment returns for each valid seed of the FuzzNewDeployment corpus.
-// The fuzz target checks the mapping with apimachinery's validation; here the
-// real API server judges the same Deployments.
-const deploymentFixturesFile = "testdata/deployment-fixtures.json"
-
-// deploymentFixture is an entry of deploymentFixturesFile.
-type deploymentFixture struct {
-	Seed       string              `json:"seed"`
-	Foo        *samplev1alpha1.Foo `json:"foo"`
-	Deployment json.RawMessage     `json:"deployment"`
+// mappedFoo is a Foo at an edge of what the API server accepts, with the
+// value its pods' controller label must have, written out: a Foo name of up
+// to 63 characters as it is, a longer one cut to 52 characters and followed
+// by the first 10 hex digits of the SHA-256 of the whole name.
+type mappedFoo struct {
+	name, deploymentName string
+	replicas             *int32
+	controllerLabel      string
 }
 
-// The Deployment the controller asks for, for every valid seed of the fuzz
-// corpus (long and dotted names, 1 and 10 replicas, the default), is
-// accepted by the API server both ways the controller sends it: as the
-// object of a create, and as the body of a forced server-side apply. Dry run:
-// the API server validates and admits, and stores nothing.
+// longName is a Foo or Deployment name of 253 characters, the most a
+// DNS-1123 subdomain may have.
+var longName = strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61)
+
+var mappedFoos = map[string]mappedFoo{
+	"example":                {"example-foo", "example-foo", nil, "example-foo"},
+	"replicas 10":            {"ten", "ten", int32p(10), "ten"},
+	"foo name of 63":         {strings.Repeat("a", 63), "d", int32p(1), strings.Repeat("a", 63)},
+	"foo name of 64":         {strings.Repeat("a", 64), "d", int32p(1), strings.Repeat("a", 52) + "-ffe054fe7a"},
+	"foo name of 253":        {longName, "d", int32p(2), strings.Repeat("a", 52) + "-bf613a0381"},
+	"dotted foo name":        {"web.frontend", "d", int32p(1), "web.frontend"},
+	"deployment name of 253": {"long-deployment", longName, int32p(1), "long-deployment"},
+	"deployment name of 64":  {"d64", strings.Repeat("d", 64), int32p(1), "d64"},
+}
+
+// The Deployment the controller asks for (contract.DesiredDeployment), for
+// Foos at the edges of what the API server accepts (long and dotted names, 1
+// and 10 replicas, the default), is accepted by the API server both ways the
+// controller sends it: as the object of a create, and as the body of a forced
+// server-side apply. Dry run: the API server validates and admits, and stores
+// nothing. The fuzz target FuzzDesiredDeployment checks the same mapping
+// against apimachinery's validation, for any input.
 func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
-	fixtures := readDeploymentFixtures(t)
 	ns := newNamespace(t, "mapping")
 	dryRun := []string{metav1.DryRunAll}
 	deployments := cluster.Kube.AppsV1().Deployments(ns)
-	for _, fixture := range fixtures {
-		t.Run(fixture.Seed, func(t *testing.T) {
-			// The Foo lived in another namespace when the fixture was
-			// made; a Foo's Deployment is in the Foo's namespace.
-			foo := fixture.Foo
-			foo.Namespace = ns
-			var object appsv1.Deployment
-			var apply appsv1ac.DeploymentApplyConfiguration
-			for _, into := range []interface{}{&object, &apply} {
-				if err := json.Unmarshal(fixture.Deployment, into); err != nil {
-					t.Fatal(err)
-				}
+	for name, tc := range mappedFoos {
+		t.Run(name, func(t *testing.T) {
+			foo := newFoo(ns, tc.name, tc.deploymentName, tc.replicas)
+			foo.UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+			desired := contract.DesiredDeployment(foo)
+			object, err := contract.DeploymentObject(desired)
+			if err != nil {
+				t.Fatal(err)
 			}
-			object.Namespace = ns
-			apply.WithNamespace(ns)
+			if err := checkMapping(object, foo, tc.controllerLabel); err != nil {
+				t.Fatalf("mapped: %v", err)
+			}
 
-			created, err := deployments.Create(context.Background(), &object, metav1.CreateOptions{
+			created, err := deployments.Create(context.Background(), object, metav1.CreateOptions{
 				DryRun:          dryRun,
 				FieldManager:    samplev1alpha1.ControllerName,
 				FieldValidation: metav1.FieldValidationStrict,
@@ -83,11 +90,11 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("create refused: %v", err)
 			}
-			if err := acceptedAsSent(created, &object, foo); err != nil {
+			if err := acceptedAsSent(created, object, foo); err != nil {
 				t.Errorf("create: %v", err)
 			}
 
-			applied, err := deployments.Apply(context.Background(), &apply, metav1.ApplyOptions{
+			applied, err := deployments.Apply(context.Background(), desired, metav1.ApplyOptions{
 				DryRun:       dryRun,
 				FieldManager: samplev1alpha1.ControllerName,
 				Force:        true,
@@ -95,7 +102,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("apply refused: %v", err)
 			}
-			if err := acceptedAsSent(applied, &object, foo); err != nil {
+			if err := acceptedAsSent(applied, object, foo); err != nil {
 				t.Errorf("apply: %v", err)
 			}
 		})
@@ -108,6 +115,29 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Errorf("dry runs stored %d Deployments in %s", len(list.Items), ns)
 	}
+}
+
+// checkMapping says where the mapped Deployment is not the one foo asks for,
+// with the expected values written out here (nil if it is).
+func checkMapping(d *appsv1.Deployment, foo *samplev1alpha1.Foo, controllerLabel string) error {
+	pods := map[string]string{"app": "nginx", "controller": controllerLabel}
+	wantReplicas := int32(1)
+	if foo.Spec.Replicas != nil {
+		wantReplicas = *foo.Spec.Replicas
+	}
+	switch {
+	case d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace:
+		return fmt.Errorf("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
+	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, "app.kubernetes.io/managed-by": "sample-controller"}):
+		return fmt.Errorf("labels %v", d.Labels)
+	case d.Spec.Selector == nil || !maps.Equal(d.Spec.Selector.MatchLabels, pods):
+		return fmt.Errorf("selector %v, want %v", d.Spec.Selector, pods)
+	case !maps.Equal(d.Spec.Template.Labels, pods):
+		return fmt.Errorf("template labels %v, want %v", d.Spec.Template.Labels, pods)
+	case d.Spec.Replicas == nil || *d.Spec.Replicas != wantReplicas:
+		return fmt.Errorf("replicas %v, want %d", d.Spec.Replicas, wantReplicas)
+	}
+	return checkManagedDeployment(d, foo)
 }
 
 // acceptedAsSent says where the Deployment the API server answered differs
@@ -131,20 +161,4 @@ func acceptedAsSent(got, sent *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 		return fmt.Errorf("containers %+v, sent %+v", gotSpec.Template.Spec.Containers, sentSpec.Template.Spec.Containers)
 	}
 	return nil
-}
-
-func readDeploymentFixtures(t *testing.T) []deploymentFixture {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(cluster.Root, deploymentFixturesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fixtures []deploymentFixture
-	if err := json.Unmarshal(data, &fixtures); err != nil {
-		t.Fatalf("%s: %v", deploymentFixturesFile, err)
-	}
-	if len(fixtures) == 0 {
-		t.Fatalf("%s has no fixtures", deploymentFixturesFile)
-	}
-	return fixtures
 }

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -142,7 +143,7 @@ func deleteCRD(t *testing.T) {
 		}
 		return false, err
 	})
-	waitFooDiscovery(t, "no Foo API", func(r map[string]bool) bool { return len(r) == 0 })
+	waitFooAPI(t, "no Foo API", notServed)
 }
 
 // waitCRDEstablished waits until the Foo CRD is Established with the names
@@ -169,40 +170,30 @@ func waitCRDEstablished(t *testing.T) {
 	})
 }
 
-// fooDiscovery returns the resources the API server's discovery lists for
-// samplecontroller.k8s.io/v1alpha1 (e.g. foos, foos/status, foos/scale); none
-// when the group is not served. The controller reads the same document at
-// start.
-func fooDiscovery(ctx context.Context) (map[string]bool, error) {
-	list, err := cluster.Kube.Discovery().ServerResourcesForGroupVersion(samplev1alpha1.SchemeGroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	resources := map[string]bool{}
-	for _, r := range list.APIResources {
-		resources[r.Name] = true
-	}
-	return resources, nil
-}
-
-// waitFooDiscovery waits until discovery's Foo resources satisfy ok.
-func waitFooDiscovery(t *testing.T, what string, ok func(resources map[string]bool) bool) {
+// waitFooAPI waits until what the cluster serves of the Foo API satisfies
+// ok: the resources discovery lists and the published schema, read as the
+// controller reads them at start (apicheck.Served). The published OpenAPI
+// follows a CRD change a moment after discovery does.
+func waitFooAPI(t *testing.T, what string, ok func(api *apicheck.FooAPI) bool) {
 	t.Helper()
-	eventually(t, convergeTimeout, "discovery to show "+what, func(ctx context.Context) (bool, error) {
-		resources, err := fooDiscovery(ctx)
+	eventually(t, convergeTimeout, "the Foo API to show "+what, func(ctx context.Context) (bool, error) {
+		api, err := apicheck.Served(ctx, cluster.Kube.Discovery())
 		if err != nil {
 			return false, err
 		}
-		return ok(resources), nil
+		return ok(api), nil
 	})
 }
 
-// withSubresources is the discovery of the standard CRD.
-func withSubresources(r map[string]bool) bool {
-	return r["foos"] && r["foos/status"] && r["foos/scale"]
+// withSubresources is the Foo API of the standard CRD: foos with status and
+// scale, and nothing missing from the published schema.
+func withSubresources(api *apicheck.FooAPI) bool {
+	return api.Resources["foos"] && len(api.Missing()) == 0
+}
+
+// notServed is the Foo API of a cluster without the Foo CRD.
+func notServed(api *apicheck.FooAPI) bool {
+	return len(api.Resources) == 0
 }
 
 // badNameFoo is a Foo that only the standard CRD's schema rejects.
@@ -243,7 +234,7 @@ func ensureStandardCRD(t *testing.T) {
 func waitStandardCRD(t *testing.T) {
 	t.Helper()
 	waitCRDEstablished(t)
-	waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
+	waitFooAPI(t, "foos, foos/status and foos/scale, and the full schema", withSubresources)
 	waitSchemaEnforced(t, true)
 }
 

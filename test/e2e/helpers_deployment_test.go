@@ -23,7 +23,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,14 +72,18 @@ func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 	if err := checkControlledBy(d, foo); err != nil {
 		return err
 	}
-	wantLabels := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelController: foo.Name, samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}
+	controller := d.Labels[samplev1alpha1.LabelController]
+	if err := checkControllerLabel(controller, foo.Name); err != nil {
+		return fmt.Errorf("Deployment %s: %w", d.Name, err)
+	}
+	wantLabels := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}
 	for k, v := range wantLabels {
 		if d.Labels[k] != v {
 			return fmt.Errorf("Deployment %s label %s=%q, want %q (labels %v)", d.Name, k, d.Labels[k], v, d.Labels)
 		}
 	}
 	if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) != 2 ||
-		d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplev1alpha1.LabelController] != foo.Name {
+		d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplev1alpha1.LabelController] != controller {
 		return fmt.Errorf("Deployment %s selector %v", d.Name, d.Spec.Selector)
 	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != specReplicas(foo) {
@@ -86,6 +92,28 @@ func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 	containers := d.Spec.Template.Spec.Containers
 	if len(containers) != 1 || containers[0].Name != "nginx" || containers[0].Image != "nginx:latest" {
 		return fmt.Errorf("Deployment %s containers %+v, want one nginx:latest named nginx", d.Name, containers)
+	}
+	return nil
+}
+
+// controllerLabelHash is what follows the 52 kept characters of a long Foo
+// name in its controller label: a dash and 10 hex digits of a hash.
+var controllerLabelHash = regexp.MustCompile(`^-[0-9a-f]{10}$`)
+
+// checkControllerLabel says why value is not the controller label of the Foo
+// named fooName: the name itself up to 63 characters (a label value's
+// limit); for a longer name, its first 52 characters, a dash and 10 hex
+// digits (TestAPIServerAcceptsMappedDeployments has exact values).
+func checkControllerLabel(value, fooName string) error {
+	if len(fooName) <= 63 {
+		if value != fooName {
+			return fmt.Errorf("label controller=%q, want the Foo name %q", value, fooName)
+		}
+		return nil
+	}
+	rest, ok := strings.CutPrefix(value, fooName[:52])
+	if !ok || !controllerLabelHash.MatchString(rest) {
+		return fmt.Errorf("label controller=%q, want %q followed by a dash and 10 hex digits", value, fooName[:52])
 	}
 	return nil
 }

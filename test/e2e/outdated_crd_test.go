@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -51,27 +52,24 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 	ensureStandardCRD(t)
 	restoreStandardCRDAtEnd(t)
 	for name, tc := range map[string]struct {
-		edit      func(version map[string]interface{})
-		discovery func(resources map[string]bool) bool
-		missing   string
+		edit    func(version map[string]interface{})
+		missing string
 	}{
 		"the classic sample-controller's CRD": {
 			edit: func(v map[string]interface{}) {
 				delete(v, "subresources")
 				withClassicStatus(v)
 			},
-			discovery: func(r map[string]bool) bool { return r["foos"] && !r["foos/status"] },
-			missing:   "does not enable the status subresource; its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions",
+			missing: "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource; " +
+				"its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write",
 		},
 		"a CRD without subresources": {
-			edit:      func(v map[string]interface{}) { delete(v, "subresources") },
-			discovery: func(r map[string]bool) bool { return r["foos"] && !r["foos/status"] && !r["foos/scale"] },
-			missing:   "does not enable the status subresource; update it with",
+			edit:    func(v map[string]interface{}) { delete(v, "subresources") },
+			missing: "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource",
 		},
 		"a CRD without the status fields": {
-			edit:      withClassicStatus,
-			discovery: withSubresources,
-			missing:   "its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions",
+			edit:    withClassicStatus,
+			missing: "its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -79,10 +77,14 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			editFooVersion(t, crd, tc.edit)
 			putCRD(t, crd)
 			waitCRDEstablished(t)
-			waitFooDiscovery(t, name, tc.discovery)
+			// The controller is started once the cluster serves the edited
+			// CRD: what it then says is its own reading.
+			waitFooAPI(t, name, func(api *apicheck.FooAPI) bool {
+				return api.Resources["foos"] && strings.Join(api.Missing(), "; ") == tc.missing
+			})
 
 			c := startController(t, "controller", controllerArgs(ns)...)
-			expectExitSaying(t, c, 30*time.Second, samplev1alpha1.FooCRDName+" is outdated", tc.missing, "kubectl apply -f "+crdManifest)
+			expectExitSaying(t, c, 30*time.Second, samplev1alpha1.FooCRDName+" is outdated: "+tc.missing+"; update it with: kubectl apply -f "+crdManifest)
 		})
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -201,4 +202,58 @@ func waitLeaseHolder(t *testing.T, ns, name, holder string) {
 // requestsWithCode sums the controller's API requests answered with code.
 func requestsWithCode(samples []framework.Sample, code string) float64 {
 	return framework.Sum(samples, "rest_client_requests_total", func(l map[string]string) bool { return l["code"] == code })
+}
+
+// A tenant runs the controller for its own namespace (-namespace) with a
+// namespaced Role only: Foos, their status, Deployments, Events and the
+// leader election Lease, all in that namespace, and nothing cluster-wide. The
+// start check reads discovery and the published OpenAPI, which every
+// authenticated user may read, never the CRD object a tenant cannot be
+// granted; and a Foo converges without one forbidden request.
+func TestNamespacedRoleSufficesForNamespaceScopedMode(t *testing.T) {
+	ensureStandardCRD(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "tenant")
+	const account = "tenant-controller"
+	if _, err := cluster.Kube.CoreV1().ServiceAccounts(ns).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: account},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"samplecontroller.k8s.io"}, Resources: []string{"foos"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"samplecontroller.k8s.io"}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch", "create", "get", "patch", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		},
+	}
+	if _, err := cluster.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: account},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: account},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: ns}},
+	}
+	if _, err := cluster.Kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	kubeconfig := serviceAccountKubeconfig(t, ns, account)
+	// Metrics off: delegated authentication of scrapes needs TokenReviews
+	// and SubjectAccessReviews, which are cluster-scoped.
+	c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns,
+		"-leader-elect=true", "-leader-elect-namespace="+ns, "-metrics-bind-address=0")
+	waitControllerReady(t, c)
+	waitLeaseHolder(t, ns, samplev1alpha1.ControllerName, leaderElectionIdentity(t, c))
+
+	foo := createFoo(t, newFoo(ns, "tenant-foo", "tenant-foo", int32p(2)))
+	foo = waitFooReady(t, ns, foo.Name)
+	waitManagedDeployment(t, ns, foo.Spec.DeploymentName, foo)
+	waitEvent(t, foo, samplev1alpha1.ReasonSynced)
+	if lines := grepLines(c.Log(), regexp.MustCompile(`(?i)forbidden`)); len(lines) > 0 {
+		t.Errorf("the controller's log mentions forbidden:\n%s", strings.Join(lines, "\n"))
+	}
 }

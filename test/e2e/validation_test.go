@@ -58,7 +58,7 @@ func TestControllerRefusesInvalidSpecOnceWithoutSchema(t *testing.T) {
 	})
 	putCRD(t, crd)
 	waitCRDEstablished(t)
-	waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
+	waitFooAPI(t, "foos, foos/status and foos/scale, and the full schema", withSubresources)
 	waitSchemaEnforced(t, false)
 
 	c := startController(t, "controller", controllerArgs(ns)...)

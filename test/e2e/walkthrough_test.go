@@ -109,7 +109,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 		kubectl(t, "wait", "--for=condition=Established", "crd/"+samplev1alpha1.FooCRDName, "--timeout=60s")
 		// The controller reads discovery once, at start.
-		waitFooDiscovery(t, "foos, foos/status and foos/scale", withSubresources)
+		waitFooAPI(t, "foos, foos/status and foos/scale, and the full schema", withSubresources)
 
 		controller = startWalkthroughController(t, "controller")
 		waitControllerReady(t, controller)

@@ -118,8 +118,14 @@ type FooStatus struct {
 	// available. Otherwise False, with reason Progressing while the rollout
 	// or scaling is under way or has exceeded its progress deadline,
 	// ResourceExists when a Deployment the Foo does not control has the
-	// requested name, or InvalidSpec when the controller refuses the spec;
-	// the message says more.
+	// requested name, InvalidSpec when the controller refuses the spec, or
+	// FailedCreate, FailedUpdate or FailedDelete when the API server refuses
+	// the controller's write of the Deployment (a quota, an admission policy,
+	// missing permission; retried with backoff); the message says more.
+	// Each False reason also comes as one Warning event on the Foo; so does
+	// StatusPruned, when the installed CRD is outdated and the API server
+	// drops status fields. Normal events, reason Synced, record each
+	// Deployment the controller creates, updates or deletes.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

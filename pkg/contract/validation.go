@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package contract
 
 import (
 	"fmt"
@@ -25,11 +25,11 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// validateFooSpec repeats the checks the CRD schema makes at admission. They
+// ValidateSpec repeats the checks the CRD schema makes at admission. They
 // matter when the CRD was installed without that schema (an older manifest, or
 // a hand-made one): the controller must then refuse the spec itself, rather
 // than fail on every retry when the API server rejects the Deployment.
-func validateFooSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
+func ValidateSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
 	var errs field.ErrorList
 	namePath := field.NewPath("spec", "deploymentName")
 	if spec.DeploymentName == "" {
@@ -46,10 +46,10 @@ func validateFooSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
 	return errs
 }
 
-// desiredReplicas is the replica count a valid spec asks for: the API server
+// DesiredReplicas is the replica count a valid spec asks for: the API server
 // defaults an omitted spec.replicas to MinReplicas, and so does the controller
 // for CRDs without that default.
-func desiredReplicas(spec *samplev1alpha1.FooSpec) int32 {
+func DesiredReplicas(spec *samplev1alpha1.FooSpec) int32 {
 	if spec.Replicas == nil {
 		return samplev1alpha1.MinReplicas
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package serving
 
 import (
 	"context"
@@ -315,7 +315,7 @@ func TestMetricsAuthChecksTheRequestVerb(t *testing.T) {
 	}
 }
 
-// With -profiling, each profile is authorized on its own path: the
+// With profiling on, each profile is authorized on its own path: the
 // SubjectAccessReview names the request path, so RBAC's /debug/pprof/*
 // grants the profiles, and get on /metrics does not.
 func TestProfilesAreAuthorizedOnTheirOwnPath(t *testing.T) {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package contract
 
 // Fuzz targets for the two pure functions between a Foo and the API server:
 // the spec validation, and the mapping of a valid spec to a Deployment. Their
@@ -39,13 +39,13 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// FuzzValidateFooSpec: validateFooSpec accepts exactly the specs whose
+// FuzzValidateSpec: ValidateSpec accepts exactly the specs whose
 // deploymentName is a DNS-1123 subdomain and whose replicas, when set, lie in
 // MinReplicas..MaxReplicas, and blames each rejection on the field at fault.
-func FuzzValidateFooSpec(f *testing.F) {
+func FuzzValidateSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, deploymentName string, replicas int32, replicasSet bool) {
 		spec := fuzzedSpec(deploymentName, replicas, replicasSet)
-		errs := validateFooSpec(spec)
+		errs := ValidateSpec(spec)
 
 		wantNameError := len(validation.IsDNS1123Subdomain(deploymentName)) > 0
 		wantReplicasError := replicasSet && (replicas < samplev1alpha1.MinReplicas || replicas > samplev1alpha1.MaxReplicas)
@@ -72,17 +72,17 @@ func FuzzValidateFooSpec(f *testing.F) {
 	})
 }
 
-// FuzzNewDeployment: for every valid spec of every Foo the API server could
-// hold, newDeployment asks for a Deployment the API server accepts, owned by
+// FuzzDesiredDeployment: for every valid spec of every Foo the API server could
+// hold, DesiredDeployment asks for a Deployment the API server accepts, owned by
 // that Foo, selecting its own pods, and not drifted from itself once created.
-func FuzzNewDeployment(f *testing.F) {
+func FuzzDesiredDeployment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, fooName, namespace string, uidHigh, uidLow uint64, deploymentName string, replicas int32, replicasSet bool) {
 		foo, ok := fuzzedFoo(fooName, namespace, uidHigh, uidLow, deploymentName, replicas, replicasSet)
 		if !ok {
 			return
 		}
-		desired := newDeployment(foo)
-		created, err := deploymentFromApplyConfiguration(desired)
+		desired := DesiredDeployment(foo)
+		created, err := DeploymentObject(desired)
 		if err != nil {
 			t.Fatalf("Foo %s/%s: %v", foo.Namespace, foo.Name, err)
 		}
@@ -90,7 +90,7 @@ func FuzzNewDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.DeploymentName, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift := deploymentDrift(desired, created); len(drift) > 0 {
+		if drift := Drift(desired, created); len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v", drift)
 		}
 	})
@@ -121,7 +121,7 @@ func fuzzedFoo(fooName, namespace string, uidHigh, uidLow uint64, deploymentName
 	}
 	ok := len(apivalidation.NameIsDNSSubdomain(fooName, false)) == 0 &&
 		len(apivalidation.ValidateNamespaceName(namespace, false)) == 0 &&
-		len(validateFooSpec(&foo.Spec)) == 0
+		len(ValidateSpec(&foo.Spec)) == 0
 	return foo, ok
 }
 
@@ -135,7 +135,7 @@ func uuidFrom(high, low uint64) types.UID {
 // deploymentProblems lists why the API server would refuse d, or why d is not
 // the Deployment foo asks for. The checks are those apimachinery offers for
 // any object (metadata, labels, selectors) and the Deployment-specific rules
-// of the API server's apps validation that concern the fields newDeployment
+// of the API server's apps validation that concern the fields DesiredDeployment
 // sets; the e2e test of the same mapping submits it to a real API server.
 func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string {
 	var problems []string

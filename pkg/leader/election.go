@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+// Package leader runs the controller only while this replica holds the
+// leader election Lease, so that of several replicas exactly one reconciles
+// while the others keep their caches warm, ready to take over.
+package leader
 
 import (
 	"context"
@@ -25,27 +28,28 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
-// leaderElectionConfig holds the -leader-elect* flags.
-type leaderElectionConfig struct {
-	enabled       bool
-	namespace     string
-	id            string
-	leaseDuration time.Duration
-	renewDeadline time.Duration
-	retryPeriod   time.Duration
+// Config is the leader election of the -leader-elect* flags.
+type Config struct {
+	Enabled bool
+	// Namespace and Name locate the Lease.
+	Namespace, Name string
+	LeaseDuration   time.Duration
+	RenewDeadline   time.Duration
+	RetryPeriod     time.Duration
 }
 
 // serviceAccountNamespaceFile holds the pod's namespace in a cluster.
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// defaultLeaderElectionNamespace is the pod's own namespace when running in a
-// cluster, else "default".
-func defaultLeaderElectionNamespace() string {
+// DefaultNamespace is the pod's own namespace when running in a cluster, else
+// "default".
+func DefaultNamespace() string {
 	if data, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
 		if ns := strings.TrimSpace(string(data)); ns != "" {
 			return ns
@@ -54,24 +58,26 @@ func defaultLeaderElectionNamespace() string {
 	return "default"
 }
 
-// runAsLeader runs run(ctx) only while this process holds the Lease, so that
-// of several replicas exactly one reconciles while the others keep their
-// caches warm, ready to take over.
+// Run runs run(ctx) only while this process holds the Lease.
 //
 // On shutdown (ctx cancelled) run is allowed to finish before the Lease is
 // released, so two leaders never work at once, and the release lets a
 // standby take over at its next retry instead of waiting for the Lease to
 // expire. A leader that fails to renew its Lease exits at once: another
 // replica may already be leading.
-func runAsLeader(ctx context.Context, cfg leaderElectionConfig, client kubernetes.Interface, watchdog *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
+	client, err := leaseClient(kubeCfg, cfg.RetryPeriod)
+	if err != nil {
+		return err
+	}
 	hostname, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("leader election identity: %w", err)
 	}
 	identity := hostname + "_" + string(uuid.NewUUID())
 
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.namespace, cfg.id,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.Namespace, cfg.Name,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
@@ -86,15 +92,15 @@ func runAsLeader(ctx context.Context, cfg leaderElectionConfig, client kubernete
 
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		Name:            cfg.id,
-		LeaseDuration:   cfg.leaseDuration,
-		RenewDeadline:   cfg.renewDeadline,
-		RetryPeriod:     cfg.retryPeriod,
+		Name:            cfg.Name,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
 		ReleaseOnCancel: true,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
-				logger.Info("Became leader, starting work", "lease", klog.KRef(cfg.namespace, cfg.id), "identity", identity)
+				logger.Info("Became leader, starting work", "lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", identity)
 				runErr = run(ctx)
 				close(finished)
 				stopElector()
@@ -102,10 +108,10 @@ func runAsLeader(ctx context.Context, cfg leaderElectionConfig, client kubernete
 			OnStoppedLeading: func() {
 				select {
 				case <-finished:
-					logger.Info("Released leadership", "lease", klog.KRef(cfg.namespace, cfg.id))
+					logger.Info("Released leadership", "lease", klog.KRef(cfg.Namespace, cfg.Name))
 				default:
 					if ctx.Err() == nil {
-						logger.Error(nil, "Lost leadership, exiting", "lease", klog.KRef(cfg.namespace, cfg.id))
+						logger.Error(nil, "Lost leadership, exiting", "lease", klog.KRef(cfg.Namespace, cfg.Name))
 						klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 					}
 				}
@@ -131,7 +137,7 @@ func runAsLeader(ctx context.Context, cfg leaderElectionConfig, client kubernete
 	})
 	defer stopWaiting()
 
-	logger.Info("Waiting to become leader", "lease", klog.KRef(cfg.namespace, cfg.id), "identity", identity)
+	logger.Info("Waiting to become leader", "lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", identity)
 	elector.Run(electorCtx)
 	select {
 	case <-finished:
@@ -139,4 +145,27 @@ func runAsLeader(ctx context.Context, cfg leaderElectionConfig, client kubernete
 	default:
 		return nil // never led: there was nothing to run
 	}
+}
+
+// leaseClient is the client of the Lease requests: a client and a rate
+// limiter of their own, so that a burst of syncs never holds a renewal back
+// behind the controller's own client-side limit. They make a request or two
+// per retry period.
+//
+// Each request is bounded by the retry period. When renewing fails for the
+// renew deadline, client-go still tries to release the Lease before
+// leadership is reported lost; without a timeout that request hangs as long
+// as the API server does, and the workers of a leader that is no longer sure
+// to lead go on. Bounded, the process exits within renew deadline + retry
+// period (12 s by default), before a standby may take the Lease (lease
+// duration, 15 s).
+func leaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
+	cfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
+	cfg.RateLimiter = nil
+	cfg.Timeout = retryPeriod
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building leader election clientset: %w", err)
+	}
+	return client, nil
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package contract
 
 import (
 	"reflect"
@@ -123,7 +123,7 @@ func completeFoo(t *testing.T, name string, replicas int32) *samplev1alpha1.Foo 
 // (it trims in place).
 func trimmedDeployment(t *testing.T, d *appsv1.Deployment) *appsv1.Deployment {
 	t.Helper()
-	out, err := trimForCache(d.DeepCopy())
+	out, err := TrimForCache(d.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func trimmedDeployment(t *testing.T, d *appsv1.Deployment) *appsv1.Deployment {
 // place).
 func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 	t.Helper()
-	out, err := trimForCache(foo.DeepCopy())
+	out, err := TrimForCache(foo.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +172,9 @@ func TestTrimmedDeploymentDriftsLikeTheOriginal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			desired := newDeployment(foo)
-			complete := strings.Join(deploymentDrift(desired, d), ",")
-			trimmed := strings.Join(deploymentDrift(desired, trimmedDeployment(t, d)), ",")
+			desired := DesiredDeployment(foo)
+			complete := strings.Join(Drift(desired, d), ",")
+			trimmed := strings.Join(Drift(desired, trimmedDeployment(t, d)), ",")
 			if complete != tc.want {
 				t.Fatalf("the complete Deployment drifts in %q, want %q: the case tests something else", complete, tc.want)
 			}
@@ -216,16 +216,16 @@ func TestTrimmedDeploymentGivesTheSameStatus(t *testing.T) {
 			tc.mutate(d)
 			trimmed := trimmedDeployment(t, d)
 
-			complete := readyCondition(foo, d)
+			complete := ReadyCondition(foo, d)
 			if !strings.Contains(complete.Message, tc.want) {
 				t.Fatalf("the complete Deployment gives %q, want %q: the case tests something else", complete.Message, tc.want)
 			}
-			if got := readyCondition(foo, trimmed); got != complete {
+			if got := ReadyCondition(foo, trimmed); got != complete {
 				t.Errorf("Ready condition from the trimmed Deployment:\n%+v\nfrom the complete one:\n%+v", got, complete)
 			}
 			// New conditions are stamped with the time of the call.
-			want := withoutTransitionTimes(newFooStatus(foo, d, complete))
-			if got := withoutTransitionTimes(newFooStatus(foo, trimmed, readyCondition(foo, trimmed))); !equality.Semantic.DeepEqual(got, want) {
+			want := DesiredStatus(foo, d, complete)
+			if got := DesiredStatus(foo, trimmed, ReadyCondition(foo, trimmed)); !EqualIgnoringTransitionTimes(got, want) {
 				t.Errorf("status from the trimmed Deployment differs:\n%s", diff.Diff(want, got))
 			}
 		})
@@ -256,12 +256,12 @@ func TestTrimmedDeploymentKeepsItsController(t *testing.T) {
 			if got, want := metav1.IsControlledBy(trimmed, foo), metav1.IsControlledBy(d, foo); got != want {
 				t.Errorf("controlled by the Foo: %v for the trimmed Deployment, %v for the complete one", got, want)
 			}
-			got, _ := indexDeploymentByControllingFoo(trimmed)
-			want, _ := indexDeploymentByControllingFoo(d)
+			got, _ := DeploymentIndexers()[DeploymentByControllingFoo](trimmed)
+			want, _ := DeploymentIndexers()[DeploymentByControllingFoo](d)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("indexed under %q, the complete one under %q", got, want)
 			}
-			if got, want := nameTakenProblem(trimmed).message, nameTakenProblem(d).message; got != want {
+			if got, want := NameTakenProblem(trimmed).Message, NameTakenProblem(d).Message; got != want {
 				t.Errorf("name taken: %q, the complete one %q", got, want)
 			}
 			if got, want := cache.MetaObjectToName(trimmed), cache.MetaObjectToName(d); got != want {
@@ -295,18 +295,18 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
-			if got, want := newDeployment(trimmed), newDeployment(foo); !reflect.DeepEqual(got, want) {
+			if got, want := DesiredDeployment(trimmed), DesiredDeployment(foo); !reflect.DeepEqual(got, want) {
 				t.Errorf("desired Deployment differs:\n%s", diff.Diff(want, got))
 			}
-			if got, want := validateFooSpec(&trimmed.Spec).ToAggregate(), validateFooSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
+			if got, want := ValidateSpec(&trimmed.Spec).ToAggregate(), ValidateSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
 				t.Errorf("spec validation: %v, the complete Foo %v", got, want)
 			}
-			want := newFooStatus(foo, d, readyCondition(foo, d))
-			got := newFooStatus(trimmed, d, readyCondition(trimmed, d))
-			if !equality.Semantic.DeepEqual(withoutTransitionTimes(got), withoutTransitionTimes(want)) {
+			want := DesiredStatus(foo, d, ReadyCondition(foo, d))
+			got := DesiredStatus(trimmed, d, ReadyCondition(trimmed, d))
+			if !EqualIgnoringTransitionTimes(got, want) {
 				t.Errorf("status differs:\n%s", diff.Diff(want, got))
 			}
-			// updateFooStatus writes when the computed status differs from
+			// The controller writes status when the computed status differs from
 			// the cached one.
 			if write := !equality.Semantic.DeepEqual(foo.Status, want); write != tc.write {
 				t.Fatalf("the complete Foo needs a status write: %v, want %v: the case tests something else", write, tc.write)
@@ -325,8 +325,8 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			if !reflect.DeepEqual(gotRef, wantRef) {
 				t.Errorf("event reference differs:\n%s", diff.Diff(wantRef, gotRef))
 			}
-			gotIndex, _ := indexFooByDeploymentName(trimmed)
-			wantIndex, _ := indexFooByDeploymentName(foo)
+			gotIndex, _ := FooIndexers()[FooByDeploymentName](trimmed)
+			wantIndex, _ := FooIndexers()[FooByDeploymentName](foo)
 			if !reflect.DeepEqual(gotIndex, wantIndex) {
 				t.Errorf("indexed under %q, the complete Foo under %q", gotIndex, wantIndex)
 			}
@@ -373,7 +373,7 @@ func TestTrimmedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{
-					{Name: containerName, Image: containerImage},
+					{Name: ContainerName, Image: ContainerImage},
 					{Name: "log-shipper", Image: "fluent-bit:3"},
 				}},
 			},
@@ -438,11 +438,11 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 		"empty Foo":                &samplev1alpha1.Foo{},
 	} {
 		t.Run(name, func(t *testing.T) {
-			once, err := trimForCache(obj.DeepCopyObject())
+			once, err := TrimForCache(obj.DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
 			}
-			twice, err := trimForCache(once.(runtime.Object).DeepCopyObject())
+			twice, err := TrimForCache(once.(runtime.Object).DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -461,7 +461,7 @@ func TestTrimForCacheTrimsInPlace(t *testing.T) {
 	d := completeDeployment(t, foo)
 	for name, obj := range map[string]metav1.Object{"Deployment": d, "Foo": foo} {
 		t.Run(name, func(t *testing.T) {
-			out, err := trimForCache(obj)
+			out, err := TrimForCache(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -492,7 +492,7 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 		"Deployment list": &appsv1.DeploymentList{Items: []appsv1.Deployment{*d}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := trimForCache(obj)
+			out, err := TrimForCache(obj)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+// Package serving runs the controller's two HTTP servers: the metrics server
+// (Prometheus metrics and, when asked, Go's profiles; by default over HTTPS,
+// each request authenticated and authorized by the API server, with a
+// certificate reloaded when its files change) and the probe server (/healthz
+// and /readyz). Neither touches the controller: main.go wires them to it.
+package serving
 
 import (
 	"context"
@@ -32,20 +37,34 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// healthCheck is one named check behind /healthz or /readyz.
-type healthCheck struct {
-	name  string
-	check func(*http.Request) error
+// Check is one named check behind /healthz or /readyz.
+type Check struct {
+	Name  string
+	Check func(*http.Request) error
+}
+
+// MetricsOptions configure the metrics server.
+type MetricsOptions struct {
+	// BindAddress is where to listen; "0" disables the server.
+	BindAddress string
+	// Secure serves HTTPS to the callers the API server authenticates and
+	// authorizes; false serves plain HTTP to anyone.
+	Secure bool
+	// CertFile and KeyFile are the serving certificate, reloaded when they
+	// change; both empty: a self-signed one generated at start.
+	CertFile, KeyFile string
+	// Profiling also serves Go's profiles under /debug/pprof/.
+	Profiling bool
 }
 
 // healthHandler answers 200 "ok" when every check passes, else 500 naming the
 // failing checks, like the probes of Kubernetes' own components.
-func healthHandler(checks []healthCheck) http.Handler {
+func healthHandler(checks []Check) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var failed []string
 		for _, c := range checks {
-			if err := c.check(r); err != nil {
-				failed = append(failed, fmt.Sprintf("[-]%s failed: %v", c.name, err))
+			if err := c.Check(r); err != nil {
+				failed = append(failed, fmt.Sprintf("[-]%s failed: %v", c.Name, err))
 			}
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -64,7 +83,7 @@ func healthHandler(checks []healthCheck) http.Handler {
 // metricsHandler serves the Prometheus registry the controller and client-go
 // report to at /metrics and, with profiling, Go's runtime profiles under
 // /debug/pprof/, as kube-controller-manager's --profiling does. Both sit
-// behind whatever guards the metrics server (see serveMetrics), each path
+// behind whatever guards the metrics server (see ServeMetrics), each path
 // authorized on its own.
 func metricsHandler(profiling bool) http.Handler {
 	mux := http.NewServeMux()
@@ -85,8 +104,14 @@ func metricsHandler(profiling bool) http.Handler {
 	return mux
 }
 
+// ServeProbes serves /healthz (liveness) and /readyz (readiness) on addr over
+// plain HTTP until ctx ends; "0" disables it.
+func ServeProbes(ctx context.Context, addr string, liveness, readiness []Check) error {
+	return serve(ctx, "probes", addr, probesHandler(liveness, readiness))
+}
+
 // probesHandler serves /healthz (liveness) and /readyz (readiness).
-func probesHandler(liveness, readiness []healthCheck) http.Handler {
+func probesHandler(liveness, readiness []Check) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", healthHandler(liveness))
 	mux.Handle("/readyz", healthHandler(readiness))
@@ -141,29 +166,30 @@ func serverDisabled(addr string) bool {
 	return addr == "0" || addr == ""
 }
 
-// serveMetrics serves /metrics (and, with -profiling, /debug/pprof/) on
-// -metrics-bind-address: by default over HTTPS to the callers the API server
-// authenticates and authorizes (see metrics_auth.go), with
-// -metrics-secure=false over plain HTTP to anyone. The reviews are sent with
-// the controller's own credentials, built from kubeCfg.
-func serveMetrics(ctx context.Context, o *options, kubeCfg *rest.Config) error {
+// ServeMetrics serves /metrics (and, with Profiling, /debug/pprof/) until
+// ctx ends: when Secure, over HTTPS to the callers the API server
+// authenticates and authorizes (see auth.go), else over plain HTTP to anyone.
+// The reviews are sent with the controller's own credentials, built from
+// kubeCfg. It returns once listening, so that a port in use is an error at
+// start.
+func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) error {
 	logger := klog.FromContext(ctx)
-	if serverDisabled(o.metricsAddr) {
-		if o.profiling {
+	if serverDisabled(o.BindAddress) {
+		if o.Profiling {
 			// Profiles have no server of their own: say so rather than
 			// leave the operator wondering why /debug/pprof/ is not there.
-			logger.Info("Profiling is not served: -profiling needs the metrics server, which -metrics-bind-address disables")
+			logger.Info("Profiling is not served: profiling needs the metrics server, which is disabled")
 		}
 		return nil
 	}
-	if o.profiling {
-		logger.Info("Serving Go profiles at /debug/pprof/ on the metrics server (-profiling)")
+	if o.Profiling {
+		logger.Info("Serving Go profiles at /debug/pprof/ on the metrics server")
 	}
-	if !o.metricsSecure {
-		logger.Info("Metrics are served over plain HTTP to anyone, without authentication (-metrics-secure=false)")
-		return serve(ctx, "metrics", o.metricsAddr, metricsHandler(o.profiling))
+	if !o.Secure {
+		logger.Info("Metrics are served over plain HTTP to anyone, without authentication")
+		return serve(ctx, "metrics", o.BindAddress, metricsHandler(o.Profiling))
 	}
-	tlsConfig, err := servingTLSConfig(ctx, o.tlsCertFile, o.tlsKeyFile)
+	tlsConfig, err := servingTLSConfig(ctx, o.CertFile, o.KeyFile)
 	if err != nil {
 		return fmt.Errorf("metrics server: %w", err)
 	}
@@ -175,5 +201,5 @@ func serveMetrics(ctx context.Context, o *options, kubeCfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	return serveWithTLS(ctx, "metrics", o.metricsAddr, withDelegatedAuth(authn, authz, metricsHandler(o.profiling)), tlsConfig)
+	return serveWithTLS(ctx, "metrics", o.BindAddress, withDelegatedAuth(authn, authz, metricsHandler(o.Profiling)), tlsConfig)
 }

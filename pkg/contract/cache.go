@@ -14,12 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package contract
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
@@ -31,7 +32,7 @@ import (
 // cached object is never read: managedFields, annotations (kubectl's
 // last-applied-configuration alone repeats the whole object), the pod
 // template beyond labels and container images, the reasons, messages and
-// timestamps of the Deployment's conditions. trimForCache, the informer
+// timestamps of the Deployment's conditions. TrimForCache, the informer
 // transform installed in main.go, trims each object to the fields the
 // controller reads before the object enters the cache and reaches the event
 // handlers.
@@ -50,19 +51,19 @@ import (
 // watch-list stream) passes every object through the transform twice, once
 // into a temporary store and again when that store's whole content replaces
 // the informer's, so a copying transform would hold two copies of every
-// object at that moment (measured on 10,000 Foos: 6.5 KB of live heap per
-// Foo then with a copy, 4.2 KB in place). Each object is still rebuilt from an
-// allow-list of its own fields, so whatever a newer API version adds is
-// dropped by default, and trimming a trimmed object changes nothing, as
-// client-go requires of a transform that may see an object twice. The kept
+// object at that moment (docs/performance.md has the measurement). Each
+// object is still rebuilt from an allow-list of its own fields, so whatever a
+// newer API version adds is dropped by default, and trimming a trimmed object
+// changes nothing, as client-go requires of a transform that may see an
+// object twice. The kept
 // strings, maps and slices are the decoded object's own; the decoders copy
 // them out of the response buffer, so nothing else stays reachable.
 
-// trimForCache is the informer transform of both informer factories: it
+// TrimForCache is the informer transform of both informer factories: it
 // trims a Deployment or a Foo; anything else, such as a
 // cache.DeletedFinalStateUnknown tombstone (whose object was trimmed when it
 // entered the cache), passes through unchanged.
-func trimForCache(obj interface{}) (interface{}, error) {
+func TrimForCache(obj interface{}) (interface{}, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		if o != nil {
@@ -82,17 +83,17 @@ func trimForCache(obj interface{}) (interface{}, error) {
 //   - uid: the precondition of deleting a stale Deployment;
 //   - resourceVersion: onDeploymentUpdate tells a resync from a change by it;
 //   - generation and status.observedGeneration: whether the deployment
-//     controller has seen the latest spec (readyCondition);
-//   - labels: drift of the controller's labels (deploymentDrift);
+//     controller has seen the latest spec (ReadyCondition);
+//   - labels: drift of the controller's labels (Drift);
 //   - the controller reference (the owner reference with controller=true,
 //     without blockOwnerDeletion): which Foo controls the Deployment (the
 //     event handlers, the controller-UID index, IsControlledBy);
 //   - spec.replicas, spec.selector.matchLabels, the pod template's labels,
-//     and the name and image of each container: everything deploymentDrift
+//     and the name and image of each container: everything Drift
 //     compares;
 //   - status.replicas, updatedReplicas, availableReplicas, and the type and
-//     status of the Progressing condition: what readyCondition and
-//     newFooStatus report.
+//     status of the Progressing condition: what ReadyCondition and
+//     DesiredStatus report.
 func trimDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	selector := d.Spec.Selector
 	if selector != nil {
@@ -173,7 +174,7 @@ func progressingCondition(conditions []appsv1.DeploymentCondition) []appsv1.Depl
 //   - uid: the owner reference and ownership checks, the controller-UID
 //     index, the controller's per-Foo memories of status writes;
 //   - resourceVersion: the precondition of status writes, and whether the
-//     cache has seen the controller's last one (statusWriteMemory);
+//     cache has seen the controller's last one (statusWriteExpectations);
 //   - name, namespace, uid and resourceVersion also make the reference to
 //     the Foo in its events;
 //   - generation: status.observedGeneration, and whether an update is a
@@ -201,4 +202,47 @@ func trimFoo(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 		Status: foo.Status,
 	}
 	return foo
+}
+
+// Cache indexes: besides its key, the controller looks objects up in the
+// caches by these.
+const (
+	// FooByDeploymentName finds the Foos that ask for a Deployment name
+	// ("namespace/name"), so that a Foo refused a taken name is retried as
+	// soon as it is freed.
+	FooByDeploymentName = "deploymentName"
+	// DeploymentByControllingFoo finds the Deployments a Foo controls (by
+	// the Foo's UID), whatever their name, so that renaming
+	// spec.deploymentName removes the old one.
+	DeploymentByControllingFoo = "controllerUID"
+)
+
+// FooIndexers are the indexes of the Foo cache.
+func FooIndexers() cache.Indexers {
+	return cache.Indexers{FooByDeploymentName: indexFooByDeploymentName}
+}
+
+// DeploymentIndexers are the indexes of the Deployment cache.
+func DeploymentIndexers() cache.Indexers {
+	return cache.Indexers{DeploymentByControllingFoo: indexDeploymentByControllingFoo}
+}
+
+func indexFooByDeploymentName(obj interface{}) ([]string, error) {
+	foo, ok := obj.(*samplev1alpha1.Foo)
+	if !ok || foo.Spec.DeploymentName == "" {
+		return nil, nil
+	}
+	return []string{foo.Namespace + "/" + foo.Spec.DeploymentName}, nil
+}
+
+func indexDeploymentByControllingFoo(obj interface{}) ([]string, error) {
+	deployment, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return nil, nil
+	}
+	ref := ControllerRef(deployment)
+	if ref == nil {
+		return nil, nil
+	}
+	return []string{string(ref.UID)}, nil
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package serving
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ var pprofPaths = []string{
 	"/debug/pprof/trace?seconds=0.05",
 }
 
-// With -profiling, the metrics handler serves Go's profiles beside /metrics.
+// With profiling on, the metrics handler serves Go's profiles beside /metrics.
 func TestProfilingOnServesPprofBesideMetrics(t *testing.T) {
 	h := metricsHandler(true)
 	for _, path := range pprofPaths {
@@ -66,7 +66,7 @@ func TestProfilingOnServesPprofBesideMetrics(t *testing.T) {
 	}
 }
 
-// Without -profiling (the default), the metrics handler serves /metrics and
+// Without profiling (the default), the metrics handler serves /metrics and
 // no profile.
 func TestProfilingOffServesMetricsOnly(t *testing.T) {
 	h := metricsHandler(false)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package contract
 
 import (
 	"strings"
@@ -56,19 +56,19 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := ownedDeployment(t, foo)
 			tc.mutate(d)
-			if got := strings.Join(deploymentDrift(newDeployment(foo), d), ","); got != tc.want {
+			if got := strings.Join(Drift(DesiredDeployment(foo), d), ","); got != tc.want {
 				t.Errorf("drift %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-// newDeployment is a pure function of the Foo: the same Foo, the same
+// DesiredDeployment is a pure function of the Foo: the same Foo, the same
 // Deployment, and a replicas default of 1.
 func TestNewDeployment(t *testing.T) {
 	foo := newFoo("test", 1)
 	foo.Spec.Replicas = nil
-	d, err := deploymentFromApplyConfiguration(newDeployment(foo))
+	d, err := DeploymentObject(DesiredDeployment(foo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if len(deploymentDrift(newDeployment(foo), d)) != 0 {
+	if len(Drift(DesiredDeployment(foo), d)) != 0 {
 		t.Error("the created Deployment drifts from the desired one")
 	}
 }
@@ -92,16 +92,16 @@ func TestNewDeployment(t *testing.T) {
 // characters still select different pods.
 func TestLongFooNamesGetValidDistinctLabels(t *testing.T) {
 	short := strings.Repeat("a", 63)
-	if got := fooLabelValue(short); got != short {
+	if got := LabelValue(short); got != short {
 		t.Errorf("a 63-character name became %q, want it unchanged", got)
 	}
 	one, other := strings.Repeat("a", 252)+"1", strings.Repeat("a", 252)+"2"
 	for _, name := range []string{one, other} {
-		if errs := validation.IsValidLabelValue(fooLabelValue(name)); len(errs) > 0 {
+		if errs := validation.IsValidLabelValue(LabelValue(name)); len(errs) > 0 {
 			t.Errorf("label value for a %d-character name: %v", len(name), errs)
 		}
 	}
-	if fooLabelValue(one) == fooLabelValue(other) {
-		t.Errorf("two long names share the label value %q", fooLabelValue(one))
+	if LabelValue(one) == LabelValue(other) {
+		t.Errorf("two long names share the label value %q", LabelValue(one))
 	}
 }

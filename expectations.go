@@ -1,0 +1,116 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"errors"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+// statusWriteExpectations remember, per Foo, the resourceVersion the
+// controller's last status write replaced, until the cache shows a newer Foo:
+// the expectations of kube-controller-manager's controllers, for one write.
+//
+// Why: a Deployment event can queue a Foo before the watch delivers the
+// controller's own status write of it. A sync then would compute status from
+// the Foo as it was before that write, and the write it would make is
+// refused with 409 Conflict. Instead the sync gives up at once and is noted
+// as waiting (errCacheBehindOwnWrite); the watch event that delivers the
+// write queues the Foo again, ahead of the backlog. Waiting for the event
+// rather than retrying with backoff matters at scale: during a cold start
+// over thousands of Foos, thousands of syncs find their echo not yet
+// delivered, and retries all together are rate limited.
+//
+// Its zero value is ready to use.
+type statusWriteExpectations struct {
+	mu sync.Mutex
+	// byUID holds the expectation of each Foo with a status write the
+	// cache has not shown yet.
+	byUID map[types.UID]statusWriteExpectation
+}
+
+type statusWriteExpectation struct {
+	// replacedVersion is the resourceVersion of the Foo the write replaced.
+	replacedVersion string
+	// syncWaiting is set once a sync gave up on the Foo until the write
+	// shows in the cache.
+	syncWaiting bool
+}
+
+// errCacheBehindOwnWrite is returned by a sync that found the cache still
+// holding the Foo its last status write replaced. It is counted apart, as
+// "deferred", and not retried: the watch event bringing that write queues
+// the Foo again.
+var errCacheBehindOwnWrite = errors.New("the cache has not seen the controller's last status write yet")
+
+// wrote records a successful status write of cached, which the API server
+// stored as stored.
+func (e *statusWriteExpectations) wrote(cached, stored *samplev1alpha1.Foo) {
+	if stored.ResourceVersion == cached.ResourceVersion {
+		return // nothing changed on the server: no watch event will come
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byUID == nil {
+		e.byUID = map[types.UID]statusWriteExpectation{}
+	}
+	e.byUID[cached.UID] = statusWriteExpectation{replacedVersion: cached.ResourceVersion}
+}
+
+// cacheIsBehind reports whether cached is the version the last status write
+// replaced; if so, the caller's sync is noted as waiting for the write to
+// show. Once the cache has moved on, the expectation is dropped.
+func (e *statusWriteExpectations) cacheIsBehind(cached *samplev1alpha1.Foo) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.byUID[cached.UID]
+	if !ok {
+		return false
+	}
+	if exp.replacedVersion != cached.ResourceVersion {
+		delete(e.byUID, cached.UID)
+		return false
+	}
+	exp.syncWaiting = true
+	e.byUID[cached.UID] = exp
+	return true
+}
+
+// cacheCaughtUp is told of every Foo the cache receives. Once the cache has
+// moved past the version the last write replaced, it drops the expectation
+// and reports whether a sync was waiting for that.
+func (e *statusWriteExpectations) cacheCaughtUp(cached *samplev1alpha1.Foo) (syncWaiting bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.byUID[cached.UID]
+	if !ok || exp.replacedVersion == cached.ResourceVersion {
+		return false
+	}
+	delete(e.byUID, cached.UID)
+	return exp.syncWaiting
+}
+
+// forget drops the expectation of a deleted Foo.
+func (e *statusWriteExpectations) forget(uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.byUID, uid)
+}

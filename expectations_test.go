@@ -1,0 +1,111 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"errors"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// A Deployment event can reach the controller before the watch delivers its
+// own last status write. A sync then works on the Foo as it was before that
+// write: it sends nothing, and it is not retried with backoff. The watch
+// event that delivers the write queues the Foo again, ahead of the backlog,
+// and that sync writes the new status.
+func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	foo.ResourceVersion = "1"
+	d := ownedDeployment(t, foo)
+	d.Status.AvailableReplicas = 0 // rolling out
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, d)
+	f.sync(foo) // builds the controller
+	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
+		stored := foo.DeepCopy()
+		stored.ResourceVersion = "2"
+		return true, stored, nil
+	})
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+
+	// The Deployment becomes available before the Foo's watch event.
+	_, ctx := ktesting.NewTestContext(t)
+	q := f.controller.workqueue
+	key := cache.MetaObjectToName(foo)
+	available := d.DeepCopy()
+	available.Status.AvailableReplicas = 1
+	available.ResourceVersion = "5"
+	f.controller.deploymentsIndexer.Update(available)
+	f.client.ClearActions()
+	if err := f.controller.syncHandler(ctx, key); !errors.Is(err, errCacheBehindOwnWrite) || apierrors.IsConflict(err) {
+		t.Fatalf("sync on a cache behind our write: error %v, want errCacheBehindOwnWrite (and no made-up conflict)", err)
+	}
+	before := reconcileCount(t, "deferred")
+	f.controller.onDeploymentUpdate(d, available)
+	f.controller.processNextWorkItem(ctx)
+	f.expectFooWrites()
+	if n := q.NumRequeues(key); n != 0 {
+		t.Errorf("retries with backoff: %d, want 0", n)
+	}
+	if got := reconcileCount(t, "deferred") - before; got != 1 {
+		t.Errorf("syncs counted as deferred: %v, want 1", got)
+	}
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 0 {
+		t.Fatalf("queued while the cache is behind: %d fresh, %d backlog; want none", fresh, backlog)
+	}
+
+	// The watch catches up: the Foo is queued ahead of the backlog, and its
+	// sync writes the new status.
+	caughtUp := foo.DeepCopy()
+	caughtUp.ResourceVersion = "2"
+	f.controller.foosIndexer.Update(caughtUp)
+	f.controller.onFooUpdate(foo, caughtUp)
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 1 || backlog != 0 {
+		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)
+	}
+	f.controller.processNextWorkItem(ctx)
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+}
+
+// The echo of a status write that no sync waited for is a sync no user waits
+// for: it goes to the backlog.
+func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
+	f := newFixture(t)
+	foo := newFoo("test", 1)
+	foo.ResourceVersion = "1"
+	f.foos = append(f.foos, foo)
+	f.deployments = append(f.deployments, ownedDeployment(t, foo))
+	f.sync(foo) // builds the controller
+	stored := foo.DeepCopy()
+	stored.ResourceVersion = "2"
+	f.controller.statusWrites.wrote(foo, stored)
+
+	f.controller.onFooUpdate(foo, stored)
+	q := f.controller.workqueue
+	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 1 {
+		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 in the backlog", fresh, backlog)
+	}
+}

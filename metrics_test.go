@@ -1,0 +1,64 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/testutil"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
+)
+
+// samplecontroller_foos counts the cached Foos by Ready status and reason,
+// with no label per Foo; a Foo the controller has not reported on yet counts
+// as Unknown.
+func TestFooReadinessIsCountedFromTheCache(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	withReady := func(name string, status metav1.ConditionStatus, reason string) *samplev1alpha1.Foo {
+		foo := newFoo(name, 1)
+		foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: status, Reason: reason}}
+		return foo
+	}
+	for _, foo := range []*samplev1alpha1.Foo{
+		withReady("a", metav1.ConditionTrue, "Available"),
+		withReady("b", metav1.ConditionTrue, "Available"),
+		withReady("c", metav1.ConditionFalse, "FailedCreate"),
+		withReady("d", metav1.ConditionFalse, "Progressing"),
+		newFoo("e", 1),
+	} {
+		if err := indexer.Add(foo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP samplecontroller_foos [ALPHA] Foos by the status and reason of their Ready condition (ready="Unknown", reason="" before the controller reported one), counted in this replica's cache at scrape time: every replica, leader or standby, serves it.
+# TYPE samplecontroller_foos gauge
+samplecontroller_foos{ready="False",reason="FailedCreate"} 1
+samplecontroller_foos{ready="False",reason="Progressing"} 1
+samplecontroller_foos{ready="True",reason="Available"} 2
+samplecontroller_foos{ready="Unknown",reason=""} 1
+`
+	collector := newFooReadinessCollector(listers.NewFooLister(indexer))
+	if err := testutil.CustomCollectAndCompare(collector, strings.NewReader(want), "samplecontroller_foos"); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,101 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apicheck
+
+import (
+	"strings"
+	"testing"
+)
+
+// shippedCRD is the CRD users install, generated from the Go types.
+const shippedCRD = "../../artifacts/examples/crd.yaml"
+
+// The shipped CRD has all the controller needs; older ones are refused with
+// what they lack.
+func TestOutdatedCRDIsRefusedWithWhatItLacks(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(v *CRDVersion)
+		want string
+	}{
+		"shipped": {func(*CRDVersion) {}, ""},
+		"no status subresource": {func(v *CRDVersion) { v.Subresources.Status = nil },
+			"version v1alpha1 does not enable the status subresource"},
+		"no scale subresource": {func(v *CRDVersion) { v.Subresources.Scale = nil },
+			"version v1alpha1 does not enable the scale subresource"},
+		"the classic sample-controller's CRD": {func(v *CRDVersion) {
+			v.Subresources.Status, v.Subresources.Scale = nil, nil
+			status := v.Schema.OpenAPIV3Schema.Properties["status"]
+			status.Properties = map[string]Schema{"availableReplicas": status.Properties["availableReplicas"]}
+			v.Schema.OpenAPIV3Schema.Properties["status"] = status
+		}, "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource; " +
+			"its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write"},
+		"status kept whole": {func(v *CRDVersion) {
+			v.Schema.OpenAPIV3Schema.Properties["status"] = Schema{Type: "object", PreserveUnknownFields: true}
+		}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			crd, err := ReadCRD(shippedCRD)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := crd.FooVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(v)
+			if got := strings.Join(crd.FooAPI().Missing(), "; "); got != tc.want {
+				t.Errorf("missing:\n got: %q\nwant: %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A CRD without the controller's version serves no Foos the controller can
+// use: Check answers ErrFooAPIMissing, since discovery lists no foos.
+func TestCRDOfAnotherVersionServesNoFoos(t *testing.T) {
+	crd, err := ReadCRD(shippedCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[0].Name = "v1"
+	if api := crd.FooAPI(); api.Resources["foos"] {
+		t.Errorf("resources %v, want no foos", api.Resources)
+	}
+}
+
+// The Foo's schema is found in a published OpenAPI v3 document by its
+// group-version-kind tag, whatever the definition is named.
+func TestFooSchemaIsFoundByItsGroupVersionKind(t *testing.T) {
+	doc := `{"components":{"schemas":{
+		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":{"type":"object"},
+		"io.k8s.samplecontroller.v1alpha1.FooList":{"type":"object","x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"FooList","version":"v1alpha1"}]},
+		"io.k8s.samplecontroller.v1alpha1.Foo":{"type":"object","properties":{"status":{"type":"object","properties":{"replicas":{"type":"integer"}}}},
+			"x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"Foo","version":"v1alpha1"}]}}}}`
+	schema, err := fooSchema([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema == nil {
+		t.Fatal("no Foo schema found")
+	}
+	if got := schema.Properties["status"].Properties["replicas"].Type; got != "integer" {
+		t.Errorf("status.replicas type %q, want integer", got)
+	}
+	if schema, err := fooSchema([]byte(`{"components":{"schemas":{}}}`)); err != nil || schema != nil {
+		t.Errorf("empty document: %v, %v; want no schema, no error", schema, err)
+	}
+}

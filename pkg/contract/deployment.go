@@ -1,0 +1,166 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package contract is what a Foo means, as pure functions of the objects
+// involved: the Deployment a Foo asks for, the status and Ready condition it
+// should have, which specs are valid, the problems a Foo can report with their
+// reasons, and what the informer caches keep of each object. The controller
+// in the repository root acts on these; the tests, the end-to-end suite and
+// the benchmark call them directly.
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+// The single container of the pod template.
+const (
+	ContainerName  = "nginx"
+	ContainerImage = "nginx:latest"
+)
+
+// PodLabels are the labels of the Foo's pods, and so the Deployment's
+// selector. A Deployment's selector cannot change, so neither may these.
+func PodLabels(foo *samplev1alpha1.Foo) map[string]string {
+	return map[string]string{
+		samplev1alpha1.LabelApp:        "nginx",
+		samplev1alpha1.LabelController: LabelValue(foo.Name),
+	}
+}
+
+// LabelValue is the Foo's name as a label value. A Foo's name may have up
+// to 253 characters, a label value only 63: a longer name is cut to its first
+// 52 characters and followed by a hash of the whole name, so that two long
+// names still get different values. Names of 63 characters or fewer are used
+// as they are.
+func LabelValue(name string) string {
+	if len(name) <= validation.LabelValueMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// DesiredDeployment returns the Deployment a Foo asks for. It is a pure function
+// of the Foo, and it names exactly the fields the controller owns: server-side
+// apply writes these and leaves every other field, such as another team's
+// labels or annotations, to whoever set it.
+func DesiredDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration {
+	labels := PodLabels(foo)
+	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
+		WithLabels(labels).
+		WithLabels(map[string]string{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
+			WithKind("Foo").
+			WithName(foo.Name).
+			WithUID(foo.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(DesiredReplicas(&foo.Spec)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().
+					WithContainers(corev1ac.Container().
+						WithName(ContainerName).
+						WithImage(ContainerImage)))))
+}
+
+// DeploymentObject turns the desired state into an object for a plain create. An apply configuration serializes to exactly the fields it
+// sets, so the round trip through JSON yields the same Deployment an apply
+// would create.
+func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+	data, err := json.Marshal(desired)
+	if err != nil {
+		return nil, err
+	}
+	deployment := &appsv1.Deployment{}
+	if err := json.Unmarshal(data, deployment); err != nil {
+		return nil, err
+	}
+	return deployment, nil
+}
+
+// Drift lists the fields the controller owns whose value in the actual
+// Deployment differs from the desired one. It reads only what
+// DesiredDeployment sets, so fields owned by others never count as drift.
+func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *appsv1.Deployment) []string {
+	var drift []string
+	if !labelsContain(actual.Labels, desired.Labels) {
+		drift = append(drift, "labels")
+	}
+	spec := desired.Spec
+	if actual.Spec.Replicas == nil || *actual.Spec.Replicas != *spec.Replicas {
+		drift = append(drift, "replicas")
+	}
+	if actual.Spec.Selector == nil || !equality.Semantic.DeepEqual(actual.Spec.Selector.MatchLabels, spec.Selector.MatchLabels) {
+		drift = append(drift, "selector")
+	}
+	if !labelsContain(actual.Spec.Template.Labels, spec.Template.Labels) {
+		drift = append(drift, "template labels")
+	}
+	for _, want := range spec.Template.Spec.Containers {
+		if !hasContainer(actual.Spec.Template.Spec.Containers, *want.Name, *want.Image) {
+			drift = append(drift, fmt.Sprintf("container %s", *want.Name))
+		}
+	}
+	return drift
+}
+
+// labelsContain reports whether every wanted label is present with its value.
+func labelsContain(actual, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := actual[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func hasContainer(containers []corev1.Container, name, image string) bool {
+	for _, c := range containers {
+		if c.Name == name {
+			return c.Image == image
+		}
+	}
+	return false
+}
+
+// ControllerRef returns the object's controller reference when its controller
+// is a Foo, else nil.
+func ControllerRef(object metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(object)
+	if ref == nil || ref.Kind != "Foo" || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return ref
+}

@@ -1,0 +1,87 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package contract
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+func TestReadyCondition(t *testing.T) {
+	foo := newFoo("test", 3)
+	for name, tc := range map[string]struct {
+		mutate func(*appsv1.Deployment)
+		status metav1.ConditionStatus
+		reason string
+		msg    string
+	}{
+		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+			"Deployment test-deployment: 3 of 3 replicas available"},
+		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: waiting for the deployment controller to observe the latest spec"},
+		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 1 of 3 replicas updated"},
+		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 1 old replicas pending termination"},
+		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 2 of 3 replicas available"},
+		"progress deadline exceeded": {func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas = 0
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
+		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := ownedDeployment(t, foo)
+			tc.mutate(d)
+			got := ReadyCondition(foo, d)
+			if got.Type != samplev1alpha1.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
+				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+// An unchanged condition keeps its lastTransitionTime; a changed one gets a
+// new one. The Foo passed in is not modified.
+func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
+	foo := newFoo("test", 1)
+	d := ownedDeployment(t, foo)
+	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}
+
+	same := DesiredStatus(foo, d, ReadyCondition(foo, d))
+	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
+		t.Errorf("unchanged condition moved its transition time to %v", got)
+	}
+	changed := DesiredStatus(foo, nil, NotReady(samplev1alpha1.ReasonResourceExists, "taken"))
+	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
+		t.Error("changed condition kept its old transition time")
+	}
+	if changed.AvailableReplicas != 0 || changed.Selector != "app=nginx,controller=test" || changed.ObservedGeneration != 1 {
+		t.Errorf("status without a Deployment: %+v", changed)
+	}
+	if foo.Status.Conditions[0].Status != metav1.ConditionTrue || foo.Status.Conditions[0].Message != "" {
+		t.Errorf("newFooStatus modified the Foo: %+v", foo.Status.Conditions[0])
+	}
+}
