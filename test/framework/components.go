@@ -286,26 +286,24 @@ func (c *Cluster) waitServing(name string) error {
 	if err != nil {
 		return err
 	}
+	exited := false
 	err = Poll(context.Background(), 100*time.Millisecond, c.kwok.timeout, func(ctx context.Context) (bool, error) {
 		_, state, err := c.component(name)
 		if err != nil {
 			return false, err
 		}
-		if state == StateDown {
-			return false, errComponentExited
-		}
-		return c.serving(ctx, name, ports) == nil, nil
+		// Poll goes on after errors: this one ends it.
+		exited = state == StateDown
+		return exited || c.serving(ctx, name, ports) == nil, nil
 	})
-	if errors.Is(err, errComponentExited) {
-		return fmt.Errorf("%s exited while starting; end of its log:\n%s", name, c.kwok.logTail(name))
-	}
 	if err != nil {
 		return fmt.Errorf("waiting for %s to serve: %w", name, err)
 	}
+	if exited {
+		return fmt.Errorf("%s exited while starting; end of its log:\n%s", name, c.kwok.logTail(name))
+	}
 	return nil
 }
-
-var errComponentExited = errors.New("the component exited")
 
 // serving asks the component's health endpoint.
 func (c *Cluster) serving(ctx context.Context, name string, p kwokctlPorts) error {
