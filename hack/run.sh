@@ -48,19 +48,23 @@ trap 'exit 130' INT TERM
 
 # A control plane left behind by a killed run is deleted first.
 "${KWOKCTL[@]}" delete cluster --kubeconfig="${KUBECONFIG}" 2>/dev/null
-# kwokctl picks every cluster's ports from 32767 down, and a component binds
-# its port only once it runs: until then the lock (test/framework takes it
-# too) keeps other clusters from picking the same. kwokctl, and so the
-# components, do not inherit it (9>&-).
-exec 9>"${TMPDIR:-/tmp}/kwokctl-ports.$(id -u).lock"
-flock 9
-"${KWOKCTL[@]}" create cluster --config="${ROOT}/hack/kwokctl.yaml" --kubeconfig="${KUBECONFIG}" \
-	--etcd-binary="${BIN_DIR}/etcd" --kube-apiserver-binary="${BIN_DIR}/kube-apiserver" \
+# kwokctl would pick ports from 32767 down, the first free ones: those of a
+# test cluster's component that is down for a moment too. Six at random below
+# the kernel's ephemeral ports (32768 up), as test/framework picks them.
+p=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))
+mkdir -p "${KWOK_WORKDIR}"
+cat >"${KWOK_WORKDIR}/ports.yaml" <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options: {kubeApiserverPort: ${p}, etcdPort: $((p + 1)), etcdPeerPort: $((p + 2)),
+  kubeControllerManagerPort: $((p + 3)), kubeSchedulerPort: $((p + 4)), kwokControllerPort: $((p + 5))}
+EOF
+"${KWOKCTL[@]}" create cluster --config="${ROOT}/hack/kwokctl.yaml" --config="${KWOK_WORKDIR}/ports.yaml" \
+	--kubeconfig="${KUBECONFIG}" --etcd-binary="${BIN_DIR}/etcd" --kube-apiserver-binary="${BIN_DIR}/kube-apiserver" \
 	--kube-controller-manager-binary="${BIN_DIR}/kube-controller-manager" \
-	--kube-scheduler-binary="${BIN_DIR}/kube-scheduler" --kwok-controller-binary="${BIN_DIR}/kwok" 9>&-
-kubectl apply -f "${ROOT}/hack/kwok-node.yaml" -f "${ROOT}/artifacts/examples/crd.yaml" >&2 9>&-
-kubectl wait --for=condition=Ready --timeout=60s node/kwok-node-0 >/dev/null 9>&-
-exec 9>&-
+	--kube-scheduler-binary="${BIN_DIR}/kube-scheduler" --kwok-controller-binary="${BIN_DIR}/kwok"
+kubectl apply -f "${ROOT}/hack/kwok-node.yaml" -f "${ROOT}/artifacts/examples/crd.yaml" >&2
+kubectl wait --for=condition=Ready --timeout=60s node/kwok-node-0 >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
 
 cat >&2 <<MSG

@@ -28,11 +28,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,11 +111,13 @@ func (k *kwokctl) kubeconfig() string {
 	return filepath.Join(k.workdir, "kubeconfig")
 }
 
-// create creates the cluster and starts its components.
-func (k *kwokctl) create(o clusterOptions) error {
+// create creates the cluster and starts its components, on the ports of
+// portsConfig.
+func (k *kwokctl) create(o clusterOptions, portsConfig string) error {
 	bin := filepath.Join(k.root, "_output", "bin")
 	args := []string{"create", "cluster",
 		"--config=" + filepath.Join(k.root, "hack", "kwokctl.yaml"),
+		"--config=" + portsConfig,
 		"--kubeconfig=" + k.kubeconfig(),
 		"--timeout=" + k.timeout.String(),
 		"--etcd-binary=" + filepath.Join(bin, "etcd"),
@@ -147,6 +150,9 @@ func (k *kwokctl) delete() error {
 			return err
 		}
 	}
+	if err := os.RemoveAll(filepath.Join(k.workdir, "ports.yaml")); err != nil {
+		return err
+	}
 	return os.RemoveAll(k.kubeconfig())
 }
 
@@ -163,11 +169,64 @@ func (k *kwokctl) saveLogs() error {
 	return os.CopyFS(dst, os.DirFS(src))
 }
 
-// StartCluster brings up a local control plane with kwokctl, its work dir
-// dir, and waits until its fake node is Ready and pods may be created in the
-// default namespace. A cluster left in dir by an earlier, killed run is
-// deleted first. The control-plane binaries are built if they are out of
-// date.
+// writePortsConfig writes the KwokctlConfiguration that gives the
+// components their ports, and returns its path. kwokctl itself would pick
+// the first free ones from 32767 down: every cluster tries the same, and
+// takes the port of another cluster's component that is down for a moment
+// (a test killed it). A block at random is all but never another cluster's.
+func (k *kwokctl) writePortsConfig() (string, error) {
+	p, err := freePortBlock(6)
+	if err != nil {
+		return "", err
+	}
+	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverPort: %d
+  etcdPort: %d
+  etcdPeerPort: %d
+  kubeControllerManagerPort: %d
+  kubeSchedulerPort: %d
+  kwokControllerPort: %d
+`, p, p+1, p+2, p+3, p+4, p+5)
+	if err := os.MkdirAll(k.workdir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(k.workdir, "ports.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o644)
+}
+
+// freePortBlock returns the first of n consecutive ports, all free now on
+// 127.0.0.1, from [10000, 32768): below the kernel's ephemeral ports (from
+// 32768 by default), which outgoing connections take.
+func freePortBlock(n int) (int, error) {
+	const lo, hi = 10000, 32768
+	for range 100 {
+		first := lo + rand.IntN(hi-lo-n)
+		if portsFree(first, n) {
+			return first, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports found in [%d, %d)", n, lo, hi)
+}
+
+// portsFree reports whether ports [first, first+n) can be listened on.
+func portsFree(first, n int) bool {
+	for p := first; p < first+n; p++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
+
+// StartCluster brings up a local control plane with kwokctl, dir its work
+// dir (KWOK_WORKDIR), and waits until its fake node is Ready and pods may be
+// created in the default namespace. A cluster left in dir by an earlier,
+// killed run is deleted first. The control-plane binaries are built if they
+// are out of date.
 func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 	o := clusterOptions{nodePods: 110, timeout: time.Minute}
 	for _, opt := range opts {
@@ -184,14 +243,6 @@ func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 	if err := k.delete(); err != nil {
 		return nil, fmt.Errorf("deleting the cluster left in %s: %w", dir, err)
 	}
-	// kwokctl picks every cluster's ports the same way, from 32767 down,
-	// and each component binds its port only when it starts: until then
-	// another cluster would pick the same ones.
-	unlock, err := lockPortPicking()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	c, err := startCluster(k, o)
 	if err != nil {
 		if derr := k.delete(); derr != nil {
@@ -208,7 +259,11 @@ func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 // startCluster creates the cluster, connects to it and registers the fake
 // node.
 func startCluster(k *kwokctl, o clusterOptions) (*Cluster, error) {
-	if err := k.create(o); err != nil {
+	portsConfig, err := k.writePortsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := k.create(o, portsConfig); err != nil {
 		return nil, err
 	}
 	c, err := ConnectCluster(k.root, k.kubeconfig())
@@ -313,21 +368,4 @@ func buildTools(root string) error {
 		return fmt.Errorf("hack/build-tools.sh: %w", err)
 	}
 	return nil
-}
-
-// lockPortPicking takes the lock that serialises cluster start-ups on this
-// machine, for this user (hack/run.sh takes it too), and returns its
-// release.
-func lockPortPicking() (func(), error) {
-	path := filepath.Join(os.TempDir(), "kwokctl-ports."+strconv.Itoa(os.Getuid())+".lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	// Closing the file releases the lock.
-	return func() { f.Close() }, nil
 }
