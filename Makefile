@@ -48,7 +48,7 @@ verify:
 	go vet ./...
 	go vet -tags e2e,bench ./test/...
 
-## e2e: end-to-end tests on a local control plane built from source.
+## e2e: end-to-end tests on local control planes (kwokctl) built from source.
 e2e: tools
 	go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/
 
@@ -56,18 +56,18 @@ e2e: tools
 generate:
 	hack/update-codegen.sh
 
-## run: the controller in the foreground; a local control plane if KUBECONFIG is unset.
+## run: the controller in the foreground; a local control plane (kwokctl) if KUBECONFIG is unset.
 # The control-plane binaries are built only when hack/run.sh will start them.
 run: build $(if $(KUBECONFIG),,tools)
 	hack/run.sh
 
-## bench: the benchmark of docs/performance.md on a local control plane, at BENCH_SCALE Foos (a list; default 1000), BENCH_RUNS runs per size (default 3).
+## bench: the benchmark of docs/performance.md on a local control plane (kwokctl), at BENCH_SCALE Foos (a list; default 1000), BENCH_RUNS runs per size (default 3).
 BENCH_SCALE ?= 1000
 BENCH_RUNS ?= 3
 bench: tools
 	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" go test -tags bench -count=1 -v -timeout 240m -run TestBenchmark ./test/bench/
 
-## tools: build the control-plane binaries (etcd, kube-*, kwok) into _output/bin.
+## tools: build kwokctl and the control-plane binaries it runs (etcd, kube-*, kwok) into _output/bin.
 tools:
 	hack/build-tools.sh
 
@@ -88,6 +88,6 @@ deploy:
 undeploy:
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k artifacts/deploy
 
-## clean: remove all build output (_output).
+## clean: remove all build output (_output), kwokctl clusters included: delete running ones first (README, Cleanup).
 clean:
 	rm -rf _output

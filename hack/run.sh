@@ -4,10 +4,12 @@
 # Runs the controller in the foreground.
 # - KUBECONFIG set: against that cluster; nothing is started or installed
 #   (install the CRD yourself: kubectl apply -f artifacts/examples/crd.yaml).
-# - KUBECONFIG unset: brings up a local control plane in _output/local/run
-#   (hack/local-up.sh), installs artifacts/examples/crd.yaml, prints how to use
-#   it, and runs the controller against it. Ctrl-C stops the controller and
-#   the control plane, leaving nothing running.
+# - KUBECONFIG unset: creates a local control plane with kwokctl (cluster
+#   "sample-controller", KWOK_WORKDIR=_output/local/run, configured by
+#   hack/kwokctl.yaml) with one fake node (hack/kwok-node.yaml), installs
+#   artifacts/examples/crd.yaml, prints how to use it, and runs the
+#   controller against it. Ctrl-C stops the controller and deletes the
+#   control plane, leaving nothing running.
 # Extra arguments go to the controller, after the defaults.
 set -o errexit -o nounset -o pipefail
 
@@ -26,7 +28,12 @@ if [[ -n "${KUBECONFIG:-}" ]]; then
 	exec "${BIN}" -kubeconfig="${KUBECONFIG}" "${DEFAULT_FLAGS[@]}" "$@"
 fi
 
-CLUSTER_DIR="${ROOT}/_output/local/run"
+"${ROOT}/hack/build-tools.sh"
+BIN_DIR="${ROOT}/_output/bin"
+export KWOK_WORKDIR="${ROOT}/_output/local/run"
+export KUBECONFIG="${KWOK_WORKDIR}/kubeconfig"
+KWOKCTL=("${BIN_DIR}/kwokctl" --name=sample-controller)
+
 controller_pid=""
 cleanup() {
 	trap - EXIT INT TERM
@@ -34,30 +41,50 @@ cleanup() {
 		kill -TERM "${controller_pid}" 2>/dev/null || true
 		wait "${controller_pid}" 2>/dev/null || true
 	fi
-	"${ROOT}/hack/local-down.sh" "${CLUSTER_DIR}" >&2 || true
+	"${KWOKCTL[@]}" delete cluster --kubeconfig="${KUBECONFIG}" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A control plane left behind by a killed run is stopped first.
-"${ROOT}/hack/local-down.sh" "${CLUSTER_DIR}" >/dev/null 2>&1 || true
-"${ROOT}/hack/local-up.sh" "${CLUSTER_DIR}" >/dev/null
-export KUBECONFIG="${CLUSTER_DIR}/kubeconfig"
-
-kubectl apply -f "${ROOT}/artifacts/examples/crd.yaml" >&2
+# A control plane left behind by a killed run is deleted first.
+"${KWOKCTL[@]}" delete cluster --kubeconfig="${KUBECONFIG}" 2>/dev/null
+# kwokctl would pick ports from 32767 down, the first free ones: those of a
+# test cluster's component that is down for a moment too. Six at random below
+# the kernel's ephemeral ports (32768 up), as test/framework picks them.
+p=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))
+mkdir -p "${KWOK_WORKDIR}"
+cat >"${KWOK_WORKDIR}/ports.yaml" <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options: {kubeApiserverPort: ${p}, etcdPort: $((p + 1)), etcdPeerPort: $((p + 2)),
+  kubeControllerManagerPort: $((p + 3)), kubeSchedulerPort: $((p + 4)), kwokControllerPort: $((p + 5))}
+EOF
+"${KWOKCTL[@]}" create cluster --config="${ROOT}/hack/kwokctl.yaml" --config="${KWOK_WORKDIR}/ports.yaml" \
+	--kubeconfig="${KUBECONFIG}" --etcd-binary="${BIN_DIR}/etcd" --kube-apiserver-binary="${BIN_DIR}/kube-apiserver" \
+	--kube-controller-manager-binary="${BIN_DIR}/kube-controller-manager" \
+	--kube-scheduler-binary="${BIN_DIR}/kube-scheduler" --kwok-controller-binary="${BIN_DIR}/kwok"
+kubectl apply -f "${ROOT}/hack/kwok-node.yaml" -f "${ROOT}/artifacts/examples/crd.yaml" >&2
+kubectl wait --for=condition=Ready --timeout=60s node/kwok-node-0 >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
 
 cat >&2 <<MSG
 
-A local control plane is running (etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, and kwok with one fake node), with the Foo CRD installed.
-In another terminal:
+A local control plane is running (kwokctl: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, and kwok with one fake node), with
+the Foo CRD installed. In another terminal:
 
   export KUBECONFIG=${KUBECONFIG}
   kubectl create -f artifacts/examples/example-foo.yaml
   kubectl get foo,deploy,pods
 
-Ctrl-C here stops the controller and the control plane.
+kwokctl manages the control plane; for it, in that terminal:
+
+  export KWOK_WORKDIR=${KWOK_WORKDIR}
+  ${KWOKCTL[*]} get kubeconfig     # the admin kubeconfig, certificates inline
+  ${KWOKCTL[*]} logs kube-apiserver  # or etcd, kube-controller-manager, ...
+  ${KWOKCTL[*]} delete cluster     # what Ctrl-C here does
+
+Ctrl-C here stops the controller and deletes the control plane.
 
 MSG
 

@@ -146,8 +146,7 @@ func TestBenchmark(t *testing.T) {
 	// the latency measure's Foos scaled up, or the fresh-change cold start
 	// and the Foos created during it.
 	pods := 1000 + max(2*sizes[0]+numChanges, 2*sizes[len(sizes)-1])
-	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(pods))
-	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "bench-cluster"))
+	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "bench-cluster"), framework.WithNodePods(pods))
 	if err != nil {
 		t.Fatal(err)
 	}

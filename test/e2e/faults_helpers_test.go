@@ -79,13 +79,14 @@ func faultFoos(t *testing.T) int {
 // no other test sees the swap.
 func useFaultCluster(t *testing.T, foos int) {
 	t.Helper()
-	// Room for the pods of every scenario on the one fake node: namespaces
-	// are deleted at the end of each scenario, but not waited for.
-	t.Setenv("LOCAL_UP_NODE_PODS", strconv.Itoa(8*foos+500))
-	// A kube-apiserver started again over hundreds of objects, on a busy
-	// machine, has been seen to take 40 s to pass /readyz.
-	t.Setenv("LOCAL_UP_TIMEOUT", "180")
-	faults, err := framework.StartCluster(cluster.Root, filepath.Join(cluster.Root, faultClusterDir))
+	faults, err := framework.StartCluster(cluster.Root, filepath.Join(cluster.Root, faultClusterDir),
+		// Room for the pods of every scenario on the one fake node:
+		// namespaces are deleted at the end of each scenario, but not
+		// waited for.
+		framework.WithNodePods(8*foos+500),
+		// A kube-apiserver started again over hundreds of objects, on a
+		// busy machine, has been seen to take 40 s to pass /readyz.
+		framework.WithTimeout(180*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

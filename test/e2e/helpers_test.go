@@ -30,7 +30,7 @@ import (
 )
 
 const (
-	// nodeName is the fake node of hack/local-up.sh.
+	// nodeName is the fake node of hack/kwok-node.yaml.
 	nodeName = "kwok-node-0"
 
 	// convergeTimeout bounds the wait for the controller and the cluster's

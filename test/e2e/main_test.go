@@ -33,7 +33,8 @@ limitations under the License.
 // if it is missing (ensureStandardCRD).
 //
 // Run it with "make test" (everything) or "make e2e". Set E2E_KUBECONFIG to
-// run against a cluster you started yourself with hack/local-up.sh.
+// run against a cluster you started yourself (with kwokctl, as hack/run.sh
+// does, or any other).
 package e2e
 
 import (

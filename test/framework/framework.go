@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package framework runs the project on real Kubernetes components for the
-// end-to-end tests and the benchmark: a local control plane from
-// hack/local-up.sh, and the controller built and run as a separate process,
+// end-to-end tests and the benchmark: a local control plane run by kwokctl
+// (cluster.go), and the controller built and run as a separate process,
 // exactly as a user runs it.
 package framework
 
@@ -44,14 +44,14 @@ import (
 )
 
 // RepoRoot returns the repository root: the nearest directory above the
-// working directory that holds hack/local-up.sh.
+// working directory that holds hack/kwokctl.yaml.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack", "local-up.sh")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "kwokctl.yaml")); err == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
@@ -65,11 +65,14 @@ func RepoRoot() (string, error) {
 // Cluster is a control plane to test against, with clients for it.
 type Cluster struct {
 	Root       string
-	Dir        string // set when this process started the cluster
+	Dir        string // kwokctl's work dir, set when this process started the cluster
 	Kubeconfig string
 	Config     *rest.Config
 	Kube       kubernetes.Interface
 	Sample     clientset.Interface
+
+	// kwok drives the cluster this process started (cluster.go).
+	kwok *kwokctl
 
 	// scraperToken is the metrics scraper's token once set up
 	// (metrics_scraper.go).
@@ -83,25 +86,6 @@ var (
 	startedClustersMu sync.Mutex
 	startedClusters   = map[*Cluster]struct{}{}
 )
-
-// StartCluster brings up a local control plane in dir with hack/local-up.sh.
-// A cluster left running in dir by an earlier, killed run is stopped first.
-func StartCluster(root, dir string) (*Cluster, error) {
-	_ = run(root, nil, "hack/local-down.sh", "--purge", dir)
-	if err := run(root, os.Stderr, "hack/local-up.sh", dir); err != nil {
-		return nil, fmt.Errorf("hack/local-up.sh: %w", err)
-	}
-	c, err := ConnectCluster(root, filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		_ = run(root, os.Stderr, "hack/local-down.sh", dir)
-		return nil, err
-	}
-	c.Dir = dir
-	startedClustersMu.Lock()
-	startedClusters[c] = struct{}{}
-	startedClustersMu.Unlock()
-	return c, nil
-}
 
 // ConnectCluster uses the cluster a kubeconfig points at.
 func ConnectCluster(root, kubeconfig string) (*Cluster, error) {
@@ -123,74 +107,6 @@ func ConnectCluster(root, kubeconfig string) (*Cluster, error) {
 	return &Cluster{Root: root, Kubeconfig: kubeconfig, Config: cfg, Kube: kube, Sample: sample}, nil
 }
 
-// Stop stops the control plane if this process started it; its logs stay in
-// Dir/logs for a post-mortem.
-func (c *Cluster) Stop() error {
-	if c.Dir == "" {
-		// A cluster of the user's keeps running: remove what the suite
-		// added to it.
-		return c.removeMetricsScraper(context.Background())
-	}
-	startedClustersMu.Lock()
-	delete(startedClusters, c)
-	startedClustersMu.Unlock()
-	return run(c.Root, os.Stderr, "hack/local-down.sh", c.Dir)
-}
-
-// Control plane components, as hack/local-up.sh names them.
-const (
-	Etcd                  = "etcd"
-	KubeAPIServer         = "kube-apiserver"
-	KubeControllerManager = "kube-controller-manager"
-	KubeScheduler         = "kube-scheduler"
-	Kwok                  = "kwok"
-)
-
-// KillComponent SIGKILLs one component of a cluster this process started and
-// waits until it is gone; its data (etcd's) stays for StartComponent.
-func (c *Cluster) KillComponent(name string) error { return c.component("kill", name) }
-
-// StartComponent starts a killed component again with the command line it
-// was first started with, and waits until it serves (kube-apiserver:
-// /readyz). hack/local-down.sh, hence Stop, stops the new process.
-func (c *Cluster) StartComponent(name string) error { return c.component("start", name) }
-
-// PauseComponent SIGSTOPs a component: its sockets stay open and nothing
-// answers, as when a process hangs or the network drops its packets.
-func (c *Cluster) PauseComponent(name string) error { return c.component("pause", name) }
-
-// ResumeComponent SIGCONTs a paused component.
-func (c *Cluster) ResumeComponent(name string) error { return c.component("resume", name) }
-
-// EnsureComponent makes a component run again, whatever fault was injected:
-// it resumes it if paused, starts it if down. For test clean-ups.
-func (c *Cluster) EnsureComponent(name string) error { return c.component("ensure", name) }
-
-// ComponentState is "running", "paused" or "down".
-func (c *Cluster) ComponentState(name string) (string, error) {
-	if c.Dir == "" {
-		return "", errors.New("the cluster was not started by this process")
-	}
-	cmd := exec.Command(filepath.Join(c.Root, "hack", "local-component.sh"), c.Dir, "status", name)
-	cmd.Dir = c.Root
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/local-component.sh status %s: %w", name, err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-// component runs hack/local-component.sh DIR command name.
-func (c *Cluster) component(command, name string) error {
-	if c.Dir == "" {
-		return fmt.Errorf("cannot %s %s: the cluster was not started by this process", command, name)
-	}
-	if err := run(c.Root, os.Stderr, "hack/local-component.sh", c.Dir, command, name); err != nil {
-		return fmt.Errorf("hack/local-component.sh %s %s: %w", command, name, err)
-	}
-	return nil
-}
-
 // Kubectl runs kubectl against the cluster and returns its combined output.
 func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
@@ -203,16 +119,6 @@ func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
-}
-
-// run runs a repository script, sending its output to out (discarded if nil).
-func run(root string, out *os.File, script string, args ...string) error {
-	cmd := exec.Command(filepath.Join(root, script), args...)
-	cmd.Dir = root
-	if out != nil {
-		cmd.Stdout, cmd.Stderr = out, out
-	}
-	return cmd.Run()
 }
 
 // BuildController builds the controller into _output/bin and returns the

@@ -1,0 +1,371 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+// The local control plane: kwokctl's binary runtime runs etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok from
+// _output/bin (hack/build-tools.sh), configured by hack/kwokctl.yaml, with
+// one fake node (hack/kwok-node.yaml). Each cluster has its own kwokctl
+// work dir (KWOK_WORKDIR), the directory given to StartCluster, so several
+// run side by side; kwokctl keeps the cluster in <dir>/clusters/<name>.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// clusterName is the kwokctl cluster's name in its work dir.
+const clusterName = "sample-controller"
+
+// ClusterOption changes how StartCluster brings a control plane up.
+type ClusterOption func(*clusterOptions)
+
+type clusterOptions struct {
+	nodePods    int
+	timeout     time.Duration
+	auditPolicy string
+}
+
+// WithNodePods sets the fake node's pod capacity (default 110).
+func WithNodePods(n int) ClusterOption {
+	return func(o *clusterOptions) { o.nodePods = n }
+}
+
+// WithTimeout bounds each wait: for the cluster to come up, and for a
+// component started again to serve (default one minute).
+func WithTimeout(d time.Duration) ClusterOption {
+	return func(o *clusterOptions) { o.timeout = d }
+}
+
+// WithAuditPolicy makes the kube-apiserver audit requests with the policy
+// in the file at path; the events go to AuditLogPath.
+func WithAuditPolicy(path string) ClusterOption {
+	return func(o *clusterOptions) { o.auditPolicy = path }
+}
+
+// kwokctl drives one cluster with _output/bin/kwokctl.
+type kwokctl struct {
+	root    string
+	workdir string // KWOK_WORKDIR
+	timeout time.Duration
+}
+
+// command is kwokctl with args, for this cluster: its work dir and name.
+// kwokctl logs its progress on stderr.
+func (k *kwokctl) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(k.root, "_output", "bin", "kwokctl"), append([]string{"--name=" + clusterName}, args...)...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+k.workdir)
+	cmd.Dir = k.root
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func (k *kwokctl) run(args ...string) error {
+	cmd := k.command(args...)
+	cmd.Stdout = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kwokctl %v: %w", args, err)
+	}
+	return nil
+}
+
+// clusterDir is where kwokctl keeps the cluster: its config (kwok.yaml),
+// pki/, pids/, logs/, etcd/.
+func (k *kwokctl) clusterDir() string {
+	return filepath.Join(k.workdir, "clusters", clusterName)
+}
+
+// kubeconfig is the admin kubeconfig kwokctl writes when it creates the
+// cluster. Given to create and delete, it also keeps kwokctl away from the
+// user's ~/.kube/config.
+func (k *kwokctl) kubeconfig() string {
+	return filepath.Join(k.workdir, "kubeconfig")
+}
+
+// create creates the cluster and starts its components, on the ports of
+// portsConfig.
+func (k *kwokctl) create(o clusterOptions, portsConfig string) error {
+	bin := filepath.Join(k.root, "_output", "bin")
+	args := []string{"create", "cluster",
+		"--config=" + filepath.Join(k.root, "hack", "kwokctl.yaml"),
+		"--config=" + portsConfig,
+		"--kubeconfig=" + k.kubeconfig(),
+		"--timeout=" + k.timeout.String(),
+		"--etcd-binary=" + filepath.Join(bin, "etcd"),
+		"--kube-apiserver-binary=" + filepath.Join(bin, "kube-apiserver"),
+		"--kube-controller-manager-binary=" + filepath.Join(bin, "kube-controller-manager"),
+		"--kube-scheduler-binary=" + filepath.Join(bin, "kube-scheduler"),
+		"--kwok-controller-binary=" + filepath.Join(bin, "kwok"),
+	}
+	if o.auditPolicy != "" {
+		args = append(args, "--kube-audit-policy="+o.auditPolicy)
+	}
+	return k.run(args...)
+}
+
+// delete stops every component and removes the cluster, after copying its
+// logs to <work dir>/logs for a post-mortem. A cluster that does not exist
+// is no error.
+func (k *kwokctl) delete() error {
+	pids := k.pids()
+	if err := k.saveLogs(); err != nil {
+		return err
+	}
+	if err := k.run("delete", "cluster", "--kubeconfig="+k.kubeconfig()); err != nil {
+		return err
+	}
+	// kwokctl sends SIGKILL and returns; the ports are free once the
+	// processes are gone.
+	for _, pid := range pids {
+		if err := waitGone(pid, k.timeout); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(k.workdir, "ports.yaml")); err != nil {
+		return err
+	}
+	return os.RemoveAll(k.kubeconfig())
+}
+
+// saveLogs replaces <work dir>/logs with a copy of the cluster's logs.
+func (k *kwokctl) saveLogs() error {
+	src := filepath.Join(k.clusterDir(), "logs")
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	dst := filepath.Join(k.workdir, "logs")
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return os.CopyFS(dst, os.DirFS(src))
+}
+
+// writePortsConfig writes the KwokctlConfiguration that gives the
+// components their ports, and returns its path. kwokctl itself would pick
+// the first free ones from 32767 down: every cluster tries the same, and
+// takes the port of another cluster's component that is down for a moment
+// (a test killed it). A block at random is all but never another cluster's.
+func (k *kwokctl) writePortsConfig() (string, error) {
+	p, err := freePortBlock(6)
+	if err != nil {
+		return "", err
+	}
+	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverPort: %d
+  etcdPort: %d
+  etcdPeerPort: %d
+  kubeControllerManagerPort: %d
+  kubeSchedulerPort: %d
+  kwokControllerPort: %d
+`, p, p+1, p+2, p+3, p+4, p+5)
+	if err := os.MkdirAll(k.workdir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(k.workdir, "ports.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o644)
+}
+
+// freePortBlock returns the first of n consecutive ports, all free now on
+// 127.0.0.1, from [10000, 32768): below the kernel's ephemeral ports (from
+// 32768 by default), which outgoing connections take.
+func freePortBlock(n int) (int, error) {
+	const lo, hi = 10000, 32768
+	for range 100 {
+		first := lo + rand.IntN(hi-lo-n)
+		if portsFree(first, n) {
+			return first, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports found in [%d, %d)", n, lo, hi)
+}
+
+// portsFree reports whether ports [first, first+n) can be listened on.
+func portsFree(first, n int) bool {
+	for p := first; p < first+n; p++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
+
+// StartCluster brings up a local control plane with kwokctl, dir its work
+// dir (KWOK_WORKDIR), and waits until its fake node is Ready and pods may be
+// created in the default namespace. A cluster left in dir by an earlier,
+// killed run is deleted first. The control-plane binaries are built if they
+// are out of date.
+func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
+	o := clusterOptions{nodePods: 110, timeout: time.Minute}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := buildTools(root); err != nil {
+		return nil, err
+	}
+	k := &kwokctl{root: root, workdir: dir, timeout: o.timeout}
+	if err := k.delete(); err != nil {
+		return nil, fmt.Errorf("deleting the cluster left in %s: %w", dir, err)
+	}
+	c, err := startCluster(k, o)
+	if err != nil {
+		if derr := k.delete(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting the cluster: %w", derr))
+		}
+		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(dir, "logs"))
+	}
+	startedClustersMu.Lock()
+	startedClusters[c] = struct{}{}
+	startedClustersMu.Unlock()
+	return c, nil
+}
+
+// startCluster creates the cluster, connects to it and registers the fake
+// node.
+func startCluster(k *kwokctl, o clusterOptions) (*Cluster, error) {
+	portsConfig, err := k.writePortsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := k.create(o, portsConfig); err != nil {
+		return nil, err
+	}
+	c, err := ConnectCluster(k.root, k.kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	c.Dir, c.kwok = k.workdir, k
+	if err := c.waitServing(KubeAPIServer); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if err := c.addFakeNode(ctx, o.nodePods); err != nil {
+		return nil, err
+	}
+	// Pods cannot be created before the namespace's default
+	// ServiceAccount exists.
+	err = Poll(ctx, 200*time.Millisecond, o.timeout, func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the default ServiceAccount: %w", err)
+	}
+	return c, nil
+}
+
+// addFakeNode creates the node of hack/kwok-node.yaml with room for pods
+// pods, and waits until kwok has made it Ready and the node controller has
+// removed its not-ready taint.
+func (c *Cluster) addFakeNode(ctx context.Context, pods int) error {
+	data, err := os.ReadFile(filepath.Join(c.Root, "hack", "kwok-node.yaml"))
+	if err != nil {
+		return err
+	}
+	var node corev1.Node
+	if err := yaml.UnmarshalStrict(data, &node); err != nil {
+		return fmt.Errorf("hack/kwok-node.yaml: %w", err)
+	}
+	capacity := *resource.NewQuantity(int64(pods), resource.DecimalSI)
+	node.Status.Capacity[corev1.ResourcePods] = capacity
+	node.Status.Allocatable[corev1.ResourcePods] = capacity
+	// A node's status is kept on create.
+	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating node %s: %w", node.Name, err)
+	}
+	err = Poll(ctx, 200*time.Millisecond, c.kwok.timeout, func(ctx context.Context) (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return nodeReady(n) && len(n.Spec.Taints) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for node %s to be Ready and untainted: %w", node.Name, err)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Stop deletes the control plane if this process started it, whatever was
+// killed or paused in it; its logs are kept in Dir/logs for a post-mortem.
+func (c *Cluster) Stop() error {
+	if c.Dir == "" {
+		// A cluster of the user's keeps running: remove what the suite
+		// added to it.
+		return c.removeMetricsScraper(context.Background())
+	}
+	startedClustersMu.Lock()
+	delete(startedClusters, c)
+	startedClustersMu.Unlock()
+	return c.kwok.delete()
+}
+
+// AuditLogPath is the kube-apiserver's audit log, written when the cluster
+// was started WithAuditPolicy.
+func (c *Cluster) AuditLogPath() string {
+	return filepath.Join(c.kwok.clusterDir(), "logs", "audit.log")
+}
+
+// buildTools runs hack/build-tools.sh, which builds the control-plane
+// binaries unless they are up to date.
+func buildTools(root string) error {
+	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"))
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/build-tools.sh: %w", err)
+	}
+	return nil
+}
