@@ -361,6 +361,21 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 		waitAlert(t, prom, "SampleControllerFoosNotReady", notReady, "")
 	})
 
+	// E2E_MONITORING_HOLD (a duration, e.g. 3m) keeps the run going that
+	// long, rescaling a Foo every 10 s, so the dashboard picture drawn
+	// below has more than a minute to show (how the one in
+	// docs/operations.md was drawn).
+	if hold := os.Getenv("E2E_MONITORING_HOLD"); hold != "" {
+		d, err := time.ParseDuration(hold)
+		if err != nil {
+			t.Fatalf("E2E_MONITORING_HOLD: %v", err)
+		}
+		for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
+			updateFoo(t, ns, healthy.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(int32(1 + i%3)) })
+			time.Sleep(10 * time.Second)
+		}
+	}
+
 	// Every alert and every dashboard query, against what was scraped
 	// during the test (a quota refusal included, so that the error and 403
 	// series exist).
