@@ -29,7 +29,7 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-test: verify unit fuzz e2e
+test: verify unit fuzz monitoring e2e
 
 ## unit: fast loop: unit tests with the race detector.
 unit:
@@ -70,6 +70,27 @@ bench: tools
 ## tools: build kwokctl and the control-plane binaries it runs (etcd, kube-*, kwok) into _output/bin.
 tools:
 	hack/build-tools.sh
+
+## monitoring: promtool checks and unit-tests the alerts of artifacts/monitoring (test/monitoring/rules_test.yaml).
+# The rest is proven elsewhere: the artifacts' strict decoding in unit
+# (test/monitoring), the alerts and dashboard on a real Prometheus in e2e
+# (test/e2e/monitoring_test.go).
+monitoring: prometheus-tools
+	$(PROMTOOL) check rules artifacts/monitoring/prometheus-rules.yaml
+	$(PROMTOOL) test rules test/monitoring/rules_test.yaml
+
+## prometheus-tools: build Prometheus and promtool, pinned in hack/tools/prometheus, into _output/bin (make tools does too).
+PROMTOOL := _output/bin/promtool
+PROMETHEUS_BINS := _output/bin/prometheus $(PROMTOOL)
+.PHONY: monitoring prometheus-tools
+tools: prometheus-tools
+prometheus-tools: $(PROMETHEUS_BINS)
+# A module of their own, so that Prometheus' dependencies move neither the
+# controller's nor hack/tools' pins. Rebuilt when the pins change.
+$(PROMETHEUS_BINS) &: hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
+	cd hack/tools/prometheus && GOWORK=off go build -o $(CURDIR)/_output/bin/ \
+	  github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+	touch $(PROMETHEUS_BINS)
 
 ## install: install the Foo CRD into the current kubectl cluster, and wait until it is served.
 install:
