@@ -353,8 +353,11 @@ func (c *Cluster) Stop() error {
 }
 
 // AuditLogPath is the kube-apiserver's audit log, written when the cluster
-// was started WithAuditPolicy.
+// was started WithAuditPolicy; "" for a cluster this process did not start.
 func (c *Cluster) AuditLogPath() string {
+	if c.kwok == nil {
+		return ""
+	}
 	return filepath.Join(c.kwok.clusterDir(), "logs", "audit.log")
 }
 
