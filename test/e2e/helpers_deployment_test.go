@@ -32,6 +32,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -168,6 +169,30 @@ func rolledOut(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// limitDeployments creates a ResourceQuota that allows n Deployments in ns,
+// and waits until the quota controller has counted them: until then,
+// admission refuses every Deployment with "status unknown".
+func limitDeployments(t *testing.T, ns, name string, n int64) *corev1.ResourceQuota {
+	t.Helper()
+	quotas := cluster.Kube.CoreV1().ResourceQuotas(ns)
+	quota, err := quotas.Create(context.Background(), &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": *resource.NewQuantity(n, resource.DecimalSI)}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "quota "+name+" counted", func(ctx context.Context) (bool, error) {
+		q, err := quotas.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, counted := q.Status.Used["count/deployments.apps"]
+		return counted, nil
+	})
+	return quota
 }
 
 // unmanagedDeployment is a plain nginx Deployment owned by nobody and

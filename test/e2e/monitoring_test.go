@@ -37,8 +37,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -309,21 +307,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	// A ResourceQuota refuses the next Deployment: the Foo is Ready=False,
 	// FailedCreate; its syncs fail; the POSTs are answered 403.
 	quotas := cluster.Kube.CoreV1().ResourceQuotas(ns)
-	quota, err := quotas.Create(context.Background(), &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "one-deployment"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("1")}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, convergeTimeout, "the quota counted", func(ctx context.Context) (bool, error) {
-		q, err := quotas.Get(ctx, quota.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		used, counted := q.Status.Used["count/deployments.apps"]
-		return counted && used.Value() == 1, nil
-	})
+	quota := limitDeployments(t, ns, "one-deployment", 1)
 	refused := createFoo(t, newFoo(ns, "refused", "refused", int32p(1)))
 	waitFooNotReady(t, ns, refused.Name, samplev1alpha1.ReasonFailedCreate)
 

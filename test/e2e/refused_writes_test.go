@@ -57,23 +57,7 @@ func TestQuotaRefusalIsReportedAndConvergesWhenRaised(t *testing.T) {
 	ns := newNamespace(t, "quota")
 	ensureStandardCRD(t)
 	quotas := cluster.Kube.CoreV1().ResourceQuotas(ns)
-	quota, err := quotas.Create(context.Background(), &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "one-deployment"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("1")}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Until the quota controller has counted, admission refuses every
-	// Deployment with "status unknown": wait for the count.
-	eventually(t, convergeTimeout, "the quota counted", func(ctx context.Context) (bool, error) {
-		q, err := quotas.Get(ctx, quota.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		_, counted := q.Status.Used["count/deployments.apps"]
-		return counted, nil
-	})
+	quota := limitDeployments(t, ns, "one-deployment", 1)
 	c := startController(t, "controller", controllerArgs(ns)...)
 
 	first := createFoo(t, newFoo(ns, "first", "first", int32p(1)))
@@ -83,7 +67,7 @@ func TestQuotaRefusalIsReportedAndConvergesWhenRaised(t *testing.T) {
 	failures := reconciles(scrape(t, c), "error")
 
 	// The cause goes away.
-	quota, err = quotas.Get(context.Background(), quota.Name, metav1.GetOptions{})
+	quota, err := quotas.Get(context.Background(), quota.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
