@@ -99,3 +99,12 @@ func TestFooSchemaIsFoundByItsGroupVersionKind(t *testing.T) {
 		t.Errorf("empty document: %v, %v; want no schema, no error", schema, err)
 	}
 }
+
+// A schema not yet published (the API server publishes a CRD's OpenAPI a
+// moment after serving it) is no reason to refuse to start.
+func TestUnpublishedSchemaIsNotReportedMissing(t *testing.T) {
+	api := &FooAPI{Resources: map[string]bool{"foos": true, "foos/status": true, "foos/scale": true}}
+	if missing := api.Missing(); len(missing) != 0 {
+		t.Errorf("missing %q, want nothing", missing)
+	}
+}
