@@ -90,6 +90,16 @@ type Controller struct {
 
 	recorder         record.EventRecorder
 	eventBroadcaster record.EventBroadcaster
+
+	// fence, when set, holds the workers back while this replica may not
+	// write: a leader whose Lease renewal is overdue (pkg/leader's Fence).
+	fence writeFence
+}
+
+// writeFence says when this replica may write.
+type writeFence interface {
+	// WaitOpen returns once writes are allowed, or ctx's error once ctx ends.
+	WaitOpen(ctx context.Context) error
 }
 
 // NewController returns a controller fed by the given informers. It must be

@@ -182,6 +182,9 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	if o.leaderElection.Enabled {
+		controller.fence = fence
+	}
 	legacyregistry.CustomMustRegister(newFooReadinessCollector(controller.foosLister))
 
 	// Liveness fails when a leader stops renewing its Lease (for 20 s past

@@ -177,6 +177,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// Done lets the queue hand this key out again: to another worker if it
 	// was queued meanwhile, or after its backoff if we requeue it below.
 	defer c.workqueue.Done(objRef)
+	if c.fence != nil {
+		if err := c.fence.WaitOpen(ctx); err != nil {
+			// Shutting down: the next leader syncs every Foo anyway.
+			return false
+		}
+	}
 
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)

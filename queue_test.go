@@ -184,3 +184,74 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 		})
 	}
 }
+
+// gate is a write fence the test opens; it says when a worker waits at it.
+type gate struct {
+	waiting chan struct{}
+	open    chan struct{}
+}
+
+func (g *gate) WaitOpen(ctx context.Context) error {
+	g.waiting <- struct{}{}
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// While the leader's Lease is overdue (pkg/leader's fence is closed), a
+// worker holds the key it took and syncs nothing; it syncs once the fence
+// opens, on the cache as it is then.
+func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
+	f := newFixture(t)
+	f.foos = append(f.foos, newFoo("test", 1))
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+	g := &gate{waiting: make(chan struct{}), open: make(chan struct{})}
+	f.controller.fence = g
+	f.controller.workqueue.Add(key("test"))
+
+	processed := make(chan bool)
+	go func() { processed <- f.controller.processNextWorkItem(ctx) }()
+	select {
+	case <-g.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not ask the fence")
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+
+	close(g.open)
+	select {
+	case ok := <-processed:
+		if !ok {
+			t.Fatal("processNextWorkItem reported a shutdown")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not sync once the fence opened")
+	}
+	f.expectKubeWrites("create deployments test-deployment")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+}
+
+// A worker waiting at a closed fence when shutdown ends its grace period
+// stops without syncing.
+func TestWorkerWaitingAtTheFenceStopsOnShutdown(t *testing.T) {
+	f := newFixture(t)
+	f.foos = append(f.foos, newFoo("test", 1))
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+	g := &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
+	f.controller.fence = g
+	f.controller.workqueue.Add(key("test"))
+
+	workCtx, cancel := context.WithCancel(ctx)
+	cancel()
+	if f.controller.processNextWorkItem(workCtx) {
+		t.Error("processNextWorkItem went on after its context ended at the fence")
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+}

@@ -78,8 +78,8 @@ func DefaultNamespace() string {
 // On shutdown (ctx cancelled) run is allowed to finish before the Lease is
 // released, so two leaders never work at once, and the release lets a
 // standby take over at its next retry instead of waiting for the Lease to
-// expire. A leader that fails to renew its Lease, or finds its fence closed,
-// exits at once: another replica may already be leading.
+// expire. A leader that fails to renew its Lease exits at once: another
+// replica may already be leading. Until then, the fence holds its writes.
 func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	client, err := leaseClient(kubeCfg, cfg.RetryPeriod)
@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leader
 				// The watch ends before the Lease is released (which closes
 				// the fence) once run has returned.
 				watchCtx, stopWatch := context.WithCancel(leadingCtx)
-				go exitWhenFenced(watchCtx, fence)
+				go logFenceChanges(watchCtx, fence)
 				runErr = run(ctx)
 				stopWatch()
 				close(finished)
@@ -163,19 +163,27 @@ func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leader
 	}
 }
 
-// exitWhenFenced exits the process as soon as the fence closes while this
-// replica leads: its writes are refused from then on, and a standby may take
-// over. client-go's elector would only notice at its next renewal, and give
-// up at its renew deadline; a leader that was frozen past its lease would
-// meanwhile go on syncing on caches from before the freeze.
-func exitWhenFenced(ctx context.Context, fence *Fence) {
-	select {
-	case <-ctx.Done():
-	case <-fence.closed(ctx):
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).Error(fence.Check(), "Lease not renewed in time, stopping work")
-			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+// logFenceChanges logs each time the fence closes while this replica leads,
+// and opens again. Closed, the workers wait and writes are refused: a leader
+// that was frozen past its lease wakes up with caches from before the freeze,
+// and client-go's elector only gives up (and the process exits) once its
+// renew deadline has run out, seconds later.
+func logFenceChanges(ctx context.Context, fence *Fence) {
+	logger := klog.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fence.closed(ctx):
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Error(fence.Check(), "Lease not renewed in time, pausing work")
+		if fence.WaitOpen(ctx) != nil {
+			return
+		}
+		logger.Info("Lease renewed, resuming work")
 	}
 }
 

@@ -47,7 +47,10 @@ import (
 // than that: until the moment client-go's elector itself gives up (renew
 // deadline plus a retry period), which leaves the rest of the lease duration
 // (3 s by default) to a request already on its way and to clocks that run at
-// slightly different rates.
+// slightly different rates. While the fence is closed the workers wait
+// (Controller.waitMayWrite) and writes are refused; a renewal opens it again
+// (the API server was slow, say, and the Lease is still ours), and if none
+// comes the elector gives up and the process exits, as without the fence.
 //
 // The elapsed time is read on both clocks Go keeps: the monotonic one, which
 // wall-clock steps cannot fool, and the wall clock, which on Linux keeps
@@ -71,12 +74,14 @@ type Fence struct {
 
 	mu      sync.Mutex
 	renewed time.Time // when the last successful renewal was sent; zero: never
+	// renewal is closed, and replaced, at each successful renewal.
+	renewal chan struct{}
 }
 
 // NewFence returns a closed fence for the leader election cfg: it opens at
 // the first successful acquisition of the Lease (see Run).
 func NewFence(cfg Config) *Fence {
-	return &Fence{window: fenceWindow(cfg), now: time.Now}
+	return &Fence{window: fenceWindow(cfg), now: time.Now, renewal: make(chan struct{})}
 }
 
 // fenceWindow is how long after sending a successful renewal this replica may
@@ -93,6 +98,8 @@ func (f *Fence) renewedAt(t time.Time) {
 	if t.After(f.renewed) {
 		f.renewed = t
 	}
+	close(f.renewal)
+	f.renewal = make(chan struct{})
 }
 
 // close closes the fence until the next renewal.
@@ -124,6 +131,24 @@ func (f *Fence) Check() error {
 		return fmt.Errorf("%w (the window is %s)", ErrFenced, f.window)
 	}
 	return nil
+}
+
+// WaitOpen returns once this replica may write, or with ctx's error once ctx
+// ends first.
+func (f *Fence) WaitOpen(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		renewal := f.renewal // taken before the check: no renewal slips between
+		f.mu.Unlock()
+		if f.Check() == nil {
+			return nil
+		}
+		select {
+		case <-renewal:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // closed returns a channel closed once the fence closes, checked afresh

@@ -237,3 +237,32 @@ func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
 		t.Errorf("Check after closed fired: %v", err)
 	}
 }
+
+func TestWaitOpenReturnsAtTheNextRenewalOrWhenCancelled(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	opened := make(chan error)
+	go func() { opened <- f.WaitOpen(context.Background()) }()
+	f.renewedAt(c.t)
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("WaitOpen: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitOpen did not return after a renewal")
+	}
+
+	c.t = c.t.Add(12 * time.Second) // closed again
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { opened <- f.WaitOpen(ctx) }()
+	cancel()
+	select {
+	case err := <-opened:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("WaitOpen after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitOpen did not return when cancelled")
+	}
+}
