@@ -56,6 +56,7 @@ import (
 //	status.go        the Foo's status, and the problems reported on it
 //	expectations.go  the controller's own status writes the cache has not
 //	                 shown yet
+//	events.go        the events it records: Warnings never dropped
 //	metrics.go       the controller's metrics
 //
 // What a Foo means (the Deployment it asks for, the status it should have,
@@ -88,8 +89,10 @@ type Controller struct {
 	statusWrites statusWriteExpectations
 	prunedStatus prunedStatusMemory
 
-	recorder         record.EventRecorder
-	eventBroadcaster record.EventBroadcaster
+	// recorder queues events on events; eventWriter writes them (events.go).
+	recorder    record.EventRecorder
+	events      *eventQueue
+	eventWriter *eventWriter
 
 	// fence, when set, holds the workers back while this replica may not
 	// write: a leader whose Lease renewal is overdue (pkg/leader's Fence).
@@ -114,12 +117,9 @@ func NewController(
 	// Let events about Foos be recorded: the event machinery needs the Foo
 	// types in the scheme it encodes object references with.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-	// Not tied to ctx: Run shuts the broadcaster down after the workers
-	// have finished, so events of the last syncs still reach the API.
-	eventBroadcaster := record.NewBroadcaster()
-	eventBroadcaster.StartStructuredLogging(4)
-	eventBroadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")})
-	recorder := eventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: samplev1alpha1.ControllerName})
+	events := newEventQueue()
+	recorder := &eventRecorder{scheme: scheme.Scheme, source: corev1.EventSource{Component: samplev1alpha1.ControllerName},
+		queue: events, logger: klog.FromContext(ctx)}
 
 	controller := &Controller{
 		kubeclientset:      kubeclientset,
@@ -132,7 +132,8 @@ func NewController(
 		foosSynced:         fooInformer.Informer().HasSynced,
 		workqueue:          newFooQueue(),
 		recorder:           recorder,
-		eventBroadcaster:   eventBroadcaster,
+		events:             events,
+		eventWriter:        newEventWriter(events, &typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")}),
 	}
 	if err := controller.addEventHandlers(ctx, fooInformer.Informer(), deploymentInformer.Informer()); err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func NewController(
 // hand and returns.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.eventBroadcaster.Shutdown()
+	defer c.writeEvents(ctx)()
 	defer c.workqueue.ShutDown()
 	logger := klog.FromContext(ctx)
 
@@ -182,6 +183,27 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	wg.Wait()
 	logger.Info("Workers stopped")
 	return nil
+}
+
+// writeEvents starts writing the recorded events and returns the function
+// that stops it: the events already recorded, those of the last syncs
+// among them, get one more attempt each, for at most shutdownGracePeriod.
+func (c *Controller) writeEvents(ctx context.Context) (stop func()) {
+	writeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.eventWriter.run(writeCtx)
+	}()
+	return func() {
+		c.events.close()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(shutdownGracePeriod):
+			klog.FromContext(ctx).Info("Events not all written at shutdown")
+		}
+	}
 }
 
 // HasSynced reports whether both informer caches hold a full list.

@@ -63,6 +63,9 @@ type fixture struct {
 	// Objects only on the fake API server, not in the cache: what the
 	// label-filtered Deployment informer does not see.
 	uncachedDeployments []*appsv1.Deployment
+	// untrimmed caches complete objects, as if there were no informer
+	// transform.
+	untrimmed bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -145,14 +148,16 @@ func (f *fixture) newController(ctx context.Context) {
 }
 
 // addToCache adds obj to a cache as the informer would: trimmed by the
-// informer transform, which trims in place.
+// informer transform, which trims in place (unless f.untrimmed).
 func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 	f.t.Helper()
-	trimmed, err := contract.TrimForCache(obj)
-	if err != nil {
-		f.t.Fatal(err)
+	if !f.untrimmed {
+		var err error
+		if obj, err = contract.TrimForCache(obj); err != nil {
+			f.t.Fatal(err)
+		}
 	}
-	if err := indexer.Add(trimmed); err != nil {
+	if err := indexer.Add(obj); err != nil {
 		f.t.Fatal(err)
 	}
 }

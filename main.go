@@ -22,6 +22,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"time"
@@ -67,9 +68,8 @@ type options struct {
 }
 
 // addFlags registers the command line on fs. Each flag's help says what it
-// does in a sentence or two; docs/operations.md says more. The defaults of
-// -workers, -kube-api-qps and -kube-api-burst come from the benchmark in
-// docs/performance.md.
+// does in a sentence or two; docs/operations.md says more. The default of
+// -workers comes from the benchmark in docs/performance.md.
 func addFlags(fs *flag.FlagSet) *options {
 	o := &options{logging: logsapi.NewLoggingConfiguration()}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: as kubectl finds one: $KUBECONFIG, else the in-cluster configuration of a pod, else ~/.kube/config.")
@@ -77,8 +77,8 @@ func addFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
 	fs.IntVar(&o.workers, "workers", 8, "Number of Foos synced in parallel.")
 	fs.DurationVar(&o.resyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change; a resync writes only what drifted.")
-	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 200, "Queries per second the controller may send to the API server, all its requests together (client-side limit).")
-	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries allowed above -kube-api-qps.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "Opt-in client-side limit: queries per second the controller may send to the API server, all its requests together. 0: no client-side limit; the API server's priority and fairness paces the controller.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "Burst of queries allowed above -kube-api-qps. 0: twice -kube-api-qps. No effect without -kube-api-qps.")
 
 	m := &o.metrics
 	fs.StringVar(&m.BindAddress, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics. 0 disables it.")
@@ -243,21 +243,40 @@ func loadClientConfig(kubeconfig, masterURL string) (*rest.Config, error) {
 }
 
 // clientConfigs returns the client configurations for Foos and for built-in
-// types: both with the user agent sample-controller/<identity>, which tells
-// in the API server's audit log which replica sent a request, and one client-side rate
-// limiter, so that -kube-api-qps and -kube-api-burst bound every request the
-// controller makes (Foos, Deployments, events, discovery) together. The second
+// types, both with the user agent sample-controller/<identity>, which tells
+// in the API server's audit log which replica sent a request. The second
 // also speaks protobuf, cheaper to encode and decode than JSON (custom
-// resources only speak JSON). The leader election client is built apart,
-// with a limiter of its own (pkg/leader).
+// resources only speak JSON).
+//
+// By default neither has a client-side rate limiter: the API server's
+// priority and fairness (on since Kubernetes 1.20, so on every version this
+// controller supports) queues or refuses what it cannot take, and the
+// controller retries refused requests with backoff. A fixed client-side
+// budget would only cap a cold start on a control plane that could take
+// more. With -kube-api-qps the two share one token bucket, so that the
+// limit bounds every request the controller makes (Foos, Deployments,
+// events, discovery) together. The leader election and metrics-auth clients
+// are built apart from these configurations, never behind that bucket
+// (pkg/leader, pkg/serving).
 func clientConfigs(base *rest.Config, o *options, identity string) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
-	sample.QPS = float32(o.kubeAPIQPS)
-	sample.Burst = o.kubeAPIBurst
-	sample.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(sample.QPS, sample.Burst)
+	sample.QPS, sample.Burst, sample.RateLimiter = clientRateLimit(o.kubeAPIQPS, o.kubeAPIBurst)
 	sample.UserAgent = samplev1alpha1.ControllerName + "/" + identity
 	kube = rest.CopyConfig(sample)
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return sample, kube
+}
+
+// clientRateLimit turns -kube-api-qps and -kube-api-burst into a rest.Config's
+// QPS, Burst and RateLimiter. No limit must be spelt as a negative QPS and a
+// nil RateLimiter: client-go reads QPS 0 as its default of 5 per second.
+func clientRateLimit(qps float64, burst int) (float32, int, flowcontrol.RateLimiter) {
+	if qps <= 0 {
+		return -1, 0, nil
+	}
+	if burst <= 0 {
+		burst = int(math.Ceil(2 * qps))
+	}
+	return float32(qps), burst, flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
 }

@@ -23,10 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/flowcontrol"
 
+	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 )
@@ -35,7 +38,7 @@ import (
 func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o := addFlags(fs)
-	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 200 || o.kubeAPIBurst != 400 ||
+	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 0 || o.kubeAPIBurst != 0 ||
 		o.metrics != (serving.MetricsOptions{BindAddress: ":8443", Secure: true}) || o.probeAddr != ":8081" || o.namespace != "" {
 		t.Errorf("defaults: %+v", o)
 	}
@@ -54,18 +57,75 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-func TestClientConfigs(t *testing.T) {
-	o := &options{kubeAPIQPS: 200, kubeAPIBurst: 400}
+// By default the controller's clients have no client-side rate limiter;
+// -kube-api-qps and -kube-api-burst set one, shared by both clients.
+func TestClientConfigsLimitRequestsOnlyWhenAsked(t *testing.T) {
+	for name, tc := range map[string]struct {
+		qps         float64
+		burst       int
+		wantLimited bool
+		wantQPS     float32
+		wantBurst   int
+	}{
+		"default: no limit":           {qps: 0, burst: 0, wantLimited: false, wantQPS: -1, wantBurst: 0},
+		"a burst alone sets no limit": {qps: 0, burst: 400, wantLimited: false, wantQPS: -1, wantBurst: 0},
+		"qps and burst":               {qps: 50, burst: 60, wantLimited: true, wantQPS: 50, wantBurst: 60},
+		"qps alone: burst twice qps":  {qps: 200, burst: 0, wantLimited: true, wantQPS: 200, wantBurst: 400},
+		"fractional qps":              {qps: 2.5, burst: 0, wantLimited: true, wantQPS: 2.5, wantBurst: 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := &rest.Config{Host: "https://example.invalid"}
+			sample, kube := clientConfigs(base, &options{kubeAPIQPS: tc.qps, kubeAPIBurst: tc.burst}, "node-1_0b5c")
+			for _, cfg := range []*rest.Config{sample, kube} {
+				if cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurst || cfg.UserAgent != "sample-controller/node-1_0b5c" || cfg.Host != base.Host {
+					t.Errorf("config: QPS %v, burst %d, user agent %q, host %q", cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.Host)
+				}
+			}
+			// What counts is the limiter client-go builds from the
+			// configuration: QPS 0 would get its default of 5 per second.
+			fooLimiter, kubeLimiter := builtRateLimiters(t, sample, kube)
+			if !tc.wantLimited {
+				if fooLimiter != nil || kubeLimiter != nil {
+					t.Errorf("rate limiters built: Foo client %v, built-in client %v; want none", fooLimiter, kubeLimiter)
+				}
+				return
+			}
+			if fooLimiter == nil || kubeLimiter != fooLimiter {
+				t.Fatalf("Foo client limiter %v, built-in client limiter %v: want one, shared, so that -kube-api-qps bounds them together", fooLimiter, kubeLimiter)
+			}
+			if fooLimiter.QPS() != tc.wantQPS {
+				t.Errorf("limiter QPS %v, want %v", fooLimiter.QPS(), tc.wantQPS)
+			}
+			// A full bucket lets exactly the burst through at once.
+			allowed := 0
+			for fooLimiter.TryAccept() {
+				allowed++
+			}
+			if allowed != tc.wantBurst {
+				t.Errorf("a full bucket let %d requests through, want the burst %d", allowed, tc.wantBurst)
+			}
+		})
+	}
+}
+
+// builtRateLimiters builds the clientsets main builds from the two
+// configurations and returns the rate limiter each uses.
+func builtRateLimiters(t *testing.T, sample, kube *rest.Config) (foo, builtIn flowcontrol.RateLimiter) {
+	t.Helper()
+	sampleClient, err := clientset.NewForConfig(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeClient, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sampleClient.SamplecontrollerV1alpha1().RESTClient().GetRateLimiter(), kubeClient.AppsV1().RESTClient().GetRateLimiter()
+}
+
+func TestClientConfigsSpeakProtobufToBuiltInTypes(t *testing.T) {
 	base := &rest.Config{Host: "https://example.invalid"}
-	sample, kube := clientConfigs(base, o, "node-1_0b5c")
-	for _, cfg := range []*rest.Config{sample, kube} {
-		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != "sample-controller/node-1_0b5c" || cfg.Host != base.Host {
-			t.Errorf("config %+v", cfg)
-		}
-	}
-	if sample.RateLimiter == nil || kube.RateLimiter != sample.RateLimiter {
-		t.Error("Foo and built-in clients must share one rate limiter, so -kube-api-qps bounds them together")
-	}
+	sample, kube := clientConfigs(base, &options{}, "node-1_0b5c")
 	if kube.ContentType != "application/vnd.kubernetes.protobuf" || sample.ContentType != "" {
 		t.Errorf("content types: built-in %q, Foo %q", kube.ContentType, sample.ContentType)
 	}

@@ -55,10 +55,17 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.001, 2, 15),
 		StabilityLevel: metrics.ALPHA,
 	})
+
+	eventsDropped = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "samplecontroller",
+		Name:           "events_dropped_total",
+		Help:           "Events not recorded, by type: Normal events that found the queue of events waiting to be written full (1000), and events recorded after shutdown began. Warnings are never dropped for lack of room.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"type"})
 )
 
 func init() {
-	legacyregistry.MustRegister(reconcileTotal, reconcileDuration)
+	legacyregistry.MustRegister(reconcileTotal, reconcileDuration, eventsDropped)
 }
 
 // observeReconcile records the result and duration of one sync.

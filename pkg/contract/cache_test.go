@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -504,4 +505,44 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 	if tombstone.Obj.(*appsv1.Deployment).Annotations == nil || pod.Annotations["a"] != "b" {
 		t.Error("a passed-through object was modified")
 	}
+}
+
+// The cache keeps one map for a Deployment's selector and pod labels when
+// they are equal, and the label strings every managed Deployment has once,
+// not once per Deployment; different labels stay apart.
+func TestTrimmedDeploymentSharesEqualLabels(t *testing.T) {
+	foo := newFoo("test", 1)
+	a := trimmedDeployment(t, completeDeployment(t, foo))
+	b := trimmedDeployment(t, completeDeployment(t, foo))
+	if reflect.ValueOf(a.Spec.Selector.MatchLabels).UnsafePointer() != reflect.ValueOf(a.Spec.Template.Labels).UnsafePointer() {
+		t.Error("the selector and the pod template's labels are equal but kept in two maps")
+	}
+	for k := range a.Labels {
+		if unsafe.StringData(k) != unsafe.StringData(keyOf(b.Labels, k)) {
+			t.Errorf("label key %q is kept once per Deployment", k)
+		}
+	}
+	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
+		t.Error("the namespace is kept once per Deployment")
+	}
+
+	other := completeDeployment(t, foo)
+	other.Spec.Template.Labels["tier"] = "web"
+	c := trimmedDeployment(t, other)
+	if reflect.ValueOf(c.Spec.Selector.MatchLabels).UnsafePointer() == reflect.ValueOf(c.Spec.Template.Labels).UnsafePointer() {
+		t.Error("different selector and pod labels share a map")
+	}
+	if want := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelController: "test"}; !reflect.DeepEqual(c.Spec.Selector.MatchLabels, want) {
+		t.Errorf("selector %v, want %v", c.Spec.Selector.MatchLabels, want)
+	}
+}
+
+// keyOf returns the key of m equal to k, as m stores it.
+func keyOf(m map[string]string, k string) string {
+	for key := range m {
+		if key == k {
+			return key
+		}
+	}
+	return ""
 }

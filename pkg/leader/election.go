@@ -188,9 +188,9 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 }
 
 // leaseClient is the client of the Lease requests: a client and a rate
-// limiter of their own, so that a burst of syncs never holds a renewal back
-// behind the controller's own client-side limit. They make a request or two
-// per retry period.
+// limiter of their own (client-go's default, 5 per second, burst 10: they
+// make a request or two per retry period), so that a renewal is never held
+// back behind the controller's requests, should -kube-api-qps limit those.
 //
 // Each request is bounded by the retry period. When renewing fails for the
 // renew deadline, client-go still tries to release the Lease before
@@ -201,7 +201,7 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 // duration, 15 s).
 func leaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
 	cfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
-	cfg.RateLimiter = nil
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = rest.DefaultQPS, rest.DefaultBurst, nil
 	cfg.Timeout = retryPeriod
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -233,6 +234,16 @@ func deploymentProblems(d *appsv1.Deployment) []string {
 	}
 	checkProbe("liveness", c.LivenessProbe, "/healthz")
 	checkProbe("readiness", c.ReadinessProbe, "/readyz")
+
+	// The Go collector's soft limit follows the container's memory limit,
+	// in bytes (a divisor of 1, or none, which means 1).
+	if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].Value != "" || c.Env[0].ValueFrom == nil ||
+		c.Env[0].ValueFrom.ResourceFieldRef == nil {
+		add("env %+v, want GOMEMLIMIT from the downward API and nothing else", c.Env)
+	} else if ref := c.Env[0].ValueFrom.ResourceFieldRef; ref.Resource != "limits.memory" ||
+		(ref.ContainerName != "" && ref.ContainerName != c.Name) || !(ref.Divisor.IsZero() || ref.Divisor.Cmp(resource.MustParse("1")) == 0) {
+		add("GOMEMLIMIT from %+v, want limits.memory of this container in bytes", ref)
+	}
 
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		req, hasReq := c.Resources.Requests[r]
