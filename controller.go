@@ -88,6 +88,9 @@ type Controller struct {
 	// API server pruned, per Foo UID (status.go).
 	statusWrites statusWriteExpectations
 	prunedStatus prunedStatusMemory
+	// deleted are Foos the API server said are gone while the cache still
+	// holds them (expectations.go).
+	deleted deletedFoos
 
 	// recorder queues events on events; eventWriter writes them (events.go).
 	recorder    record.EventRecorder
@@ -233,6 +236,10 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 	if err != nil {
 		return err
+	}
+	if c.deleted.has(foo.UID) {
+		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
+		return nil
 	}
 
 	deployment, err := c.reconcileDeployment(ctx, foo)

@@ -114,3 +114,48 @@ func (e *statusWriteExpectations) forget(uid types.UID) {
 	defer e.mu.Unlock()
 	delete(e.byUID, uid)
 }
+
+// deletedFoos remembers the Foos the API server said are gone (a status
+// write answered 404) while the cache still holds them, until the cache shows
+// them deleted.
+//
+// Why: a cache can lag the API server by seconds, most after an outage, when
+// the informers re-list and re-watch with backoff; a standby that takes over
+// then acts on what it last saw. Found by the chaos test: a new leader whose
+// cache still held two Foos the user had deleted created their Deployments;
+// the status write answered 404; the garbage collector deleted the
+// Deployments (their owner is gone), whose delete events queued the Foos
+// again, and so on: 78 creates in a second until the watch delivered the
+// deletions. Remembered, a deleted Foo costs at most one such create, which
+// the garbage collector undoes.
+//
+// Its zero value is ready to use.
+type deletedFoos struct {
+	mu   sync.Mutex
+	uids map[types.UID]struct{}
+}
+
+// add remembers that the Foo with uid no longer exists.
+func (d *deletedFoos) add(uid types.UID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.uids == nil {
+		d.uids = map[types.UID]struct{}{}
+	}
+	d.uids[uid] = struct{}{}
+}
+
+// has reports whether the Foo with uid is known to be deleted.
+func (d *deletedFoos) has(uid types.UID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.uids[uid]
+	return ok
+}
+
+// forget drops a Foo the cache has shown deleted.
+func (d *deletedFoos) forget(uid types.UID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.uids, uid)
+}

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -107,5 +108,42 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	q := f.controller.workqueue
 	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 1 {
 		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 in the backlog", fresh, backlog)
+	}
+}
+
+// A Foo the user deleted while the cache still holds it (a cache lagging
+// after an API server outage, in a replica that then takes over) gets at
+// most one Deployment create, which the garbage collector undoes; its status
+// write answers 404, and no sync acts on it again until the cache shows the
+// deletion. Without that, each garbage collection of that Deployment queued
+// the Foo again for another create.
+func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
+	f := newFixture(t)
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+	foo := newFoo("gone", 1) // in the cache only: deleted on the API server
+	f.addToCache(f.controller.foosIndexer, foo.DeepCopy())
+
+	if err := f.sync(foo); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	f.expectKubeWrites("create deployments gone-deployment")
+	f.expectFooWrites("patch foos/status gone application/json-patch+json")
+
+	// The garbage collector deletes the Deployment; the cache still holds
+	// the Foo.
+	if err := f.kubeclient.AppsV1().Deployments("default").Delete(ctx, "gone-deployment", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(foo); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+
+	// Once the cache shows the deletion, the memory is dropped.
+	f.controller.onFooDelete(foo)
+	if f.controller.deleted.has(foo.UID) {
+		t.Error("the deleted Foo is still remembered after its delete event")
 	}
 }

@@ -112,6 +112,7 @@ func (c *Controller) onFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
 		c.statusWrites.forget(object.GetUID())
 		c.prunedStatus.forget(object.GetUID())
+		c.deleted.forget(object.GetUID())
 	}
 }
 

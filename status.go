@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,6 +89,13 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 	}
 	updated, err := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
 		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, "status")
+	if apierrors.IsNotFound(err) {
+		// Deleted; the cache has not shown it yet. Nothing to retry: its
+		// deletion reaches the informer in time (expectations.go).
+		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
+		c.deleted.add(foo.UID)
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

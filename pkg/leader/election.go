@@ -200,7 +200,8 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 // period (12 s by default), before a standby may take the Lease (lease
 // duration, 15 s).
 func leaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
-	cfg := rest.AddUserAgent(rest.CopyConfig(kubeCfg), "leader-election")
+	cfg := rest.CopyConfig(kubeCfg)
+	cfg.UserAgent = kubeCfg.UserAgent + "/leader-election" // sample-controller/<identity>/leader-election
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = rest.DefaultQPS, rest.DefaultBurst, nil
 	cfg.Timeout = retryPeriod
 	client, err := kubernetes.NewForConfig(cfg)
