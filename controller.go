@@ -25,6 +25,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -33,6 +37,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -97,6 +102,9 @@ type Controller struct {
 	events      *eventQueue
 	eventWriter *eventWriter
 
+	// namespace is the one namespace the informers watch; "" for all.
+	namespace string
+
 	// fence, when set, holds the workers back while this replica may not
 	// write: a leader whose Lease renewal is overdue (pkg/leader's Fence).
 	fence writeFence
@@ -154,12 +162,22 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Starting Foo controller")
+	// Caches that synced before this replica led are a standby's: they may
+	// have fallen behind since (see rememberFoosDeletedWhileStandby).
+	wasStandby := c.HasSynced()
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced); !ok {
 		if ctx.Err() != nil {
 			return nil // asked to stop before the caches synced
 		}
 		return errors.New("failed to wait for caches to sync")
+	}
+	if wasStandby {
+		if err := c.rememberFoosDeletedWhileStandby(ctx); err != nil {
+			// Not fatal: without it a Foo deleted meanwhile costs one
+			// Deployment create, undone by the garbage collector.
+			utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
+		}
 	}
 
 	// Syncs run on a context that outlives ctx by shutdownGracePeriod, so
@@ -207,6 +225,42 @@ func (c *Controller) writeEvents(ctx context.Context) (stop func()) {
 			klog.FromContext(ctx).Info("Events not all written at shutdown")
 		}
 	}
+}
+
+// rememberFoosDeletedWhileStandby marks as deleted (c.deleted) the Foos a
+// standby's cache holds that the API server no longer has.
+//
+// A standby's informers may lag by seconds when it takes over: after an API
+// server outage they re-list and re-watch with backoff, and their caches still
+// count as synced from their first list. Found by the chaos test: a new
+// leader created Deployments for two Foos the user had deleted 4 s before,
+// which the garbage collector then deleted. So a new leader first lists the
+// Foos from the API server (a quorum read: the newest state), and a Foo that
+// was cached before that list began and is not in it is certainly gone. A
+// Foo cached only after the list began is left alone: it may be newer.
+func (c *Controller) rememberFoosDeletedWhileStandby(ctx context.Context) error {
+	cached, err := c.foosLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	present := map[types.UID]bool{}
+	foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
+	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return foos.List(ctx, opts)
+	}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		present[obj.(*samplev1alpha1.Foo).UID] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, foo := range cached {
+		if !present[foo.UID] {
+			klog.FromContext(ctx).V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
+			c.deleted.add(foo.UID)
+		}
+	}
+	return nil
 }
 
 // HasSynced reports whether both informer caches hold a full list.

@@ -26,6 +26,8 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // A Deployment event can reach the controller before the watch delivers its
@@ -146,4 +148,39 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 	if f.controller.deleted.has(foo.UID) {
 		t.Error("the deleted Foo is still remembered after its delete event")
 	}
+}
+
+// The sequence the chaos test found: a standby's Foo cache lagged after a
+// kube-apiserver restart; the user deleted Foos; the standby took over and
+// created Deployments for them. Taking over, a standby now lists the Foos
+// from the API server and leaves alone those its cache held before the list
+// that the API server no longer has; a Foo that reaches the cache while the
+// list runs is not judged by it.
+func TestStandbyTakingOverSkipsFoosDeletedWhileItsCacheLagged(t *testing.T) {
+	f := newFixture(t)
+	kept := newFoo("kept", 1)
+	f.foos = append(f.foos, kept)
+	_, ctx := ktesting.NewTestContext(t)
+	f.newController(ctx)
+	gone := newFoo("gone", 1) // deleted on the API server, still cached
+	f.addToCache(f.controller.foosIndexer, gone.DeepCopy())
+	arriving := newFoo("arriving", 1) // created after the list's snapshot
+	f.client.PrependReactor("list", "foos", func(core.Action) (bool, runtime.Object, error) {
+		f.addToCache(f.controller.foosIndexer, arriving.DeepCopy())
+		return false, nil, nil
+	})
+
+	if err := f.controller.rememberFoosDeletedWhileStandby(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for foo, wantDeleted := range map[*samplev1alpha1.Foo]bool{gone: true, kept: false, arriving: false} {
+		if got := f.controller.deleted.has(foo.UID); got != wantDeleted {
+			t.Errorf("%s remembered as deleted: %v, want %v", foo.Name, got, wantDeleted)
+		}
+	}
+	if err := f.sync(gone); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
 }

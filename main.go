@@ -182,6 +182,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	controller.namespace = o.namespace
 	if o.leaderElection.Enabled {
 		controller.fence = fence
 	}
