@@ -254,9 +254,12 @@ func managedResource(resource string) bool {
 	return resource == "deployments" || resource == "foos"
 }
 
+// ledAt reports whether replica led at the moment at: a Leadership it
+// acquired, or of its own identity (whatever user agent the Lease client
+// sent), covers it.
 func ledAt(leaderships []Leadership, replica string, at time.Time) bool {
 	for _, l := range leaderships {
-		if l.Replica == replica && !at.Before(l.From) && (l.To.IsZero() || at.Before(l.To)) {
+		if (l.Replica == replica || l.Holder == replica) && !at.Before(l.From) && (l.To.IsZero() || at.Before(l.To)) {
 			return true
 		}
 	}

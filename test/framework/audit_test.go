@@ -136,3 +136,24 @@ func TestAuditReplicaFallsBackToUserNameAndCutLinesAreCounted(t *testing.T) {
 		t.Errorf("Replica() = %q, want the user name", got)
 	}
 }
+
+// A Lease client whose user agent does not name the replica (client-go's
+// rest.AddUserAgent puts the default agent before "/leader-election"): the
+// writes of the identity that holds the Lease are still inside its
+// leadership.
+func TestAuditLeaseHolderIdentityCoversItsWrites(t *testing.T) {
+	log := strings.ReplaceAll(cleanAuditLog, replicaA+"/leader-election", "v0.0.0 (linux/amd64) kubernetes/$Format/leader-election")
+	log = strings.ReplaceAll(log, replicaB+"/leader-election", "v0.0.0 (linux/amd64) kubernetes/$Format/leader-election")
+	events := parseAudit(t, log+zombieAuditLines)
+	leaderships, err := Leaderships(events, "sc", "sample-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leaderships) != 2 || leaderships[0].Replica != "system:serviceaccount:sc:a" || leaderships[1].Holder != replicaB {
+		t.Fatalf("Leaderships: %+v", leaderships)
+	}
+	got := WritesOutsideLeadership(events, leaderships)
+	if len(got) != 1 || !strings.Contains(got[0], "received 00:00:12.500000") {
+		t.Errorf("WritesOutsideLeadership: %q, want only the zombie's apply at 00:00:12.5", got)
+	}
+}
