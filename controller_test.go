@@ -369,6 +369,7 @@ func TestUpdatesReplicas(t *testing.T) {
 	f := newFixture(t)
 	foo := newFoo("test", 1)
 	d := ownedDeployment(t, foo)
+	d.ResourceVersion = "41"
 	foo.Spec.Replicas = ptr.To[int32](3)
 	foo.Generation = 2
 	f.foos = append(f.foos, foo)
@@ -384,6 +385,11 @@ func TestUpdatesReplicas(t *testing.T) {
 	patch := appliedPatch(t, f)
 	if got := patch["spec"].(map[string]interface{})["replicas"]; got != float64(3) {
 		t.Errorf("applied replicas %v, want 3", got)
+	}
+	// Conditional on the Deployment the drift was seen on: a replica
+	// acting on a stale cache gets 409 instead of undoing a newer write.
+	if got := patch["metadata"].(map[string]interface{})["resourceVersion"]; got != "41" {
+		t.Errorf("applied resourceVersion %v, want 41", got)
 	}
 	status := f.writtenStatus()
 	if status.ObservedGeneration != 2 {

@@ -89,7 +89,13 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 		return deployment, nil
 	}
 	// Force: fields the controller owns are its own, even when someone
-	// changed them by hand since.
+	// changed them by hand since. The resourceVersion makes the apply
+	// conditional on the Deployment being the one the drift was computed
+	// from: if it changed since (another replica that leads now repaired
+	// it, or someone edited it again), the API server answers 409 Conflict
+	// and the Foo is synced again on fresh data, rather than a write from a
+	// stale cache undoing a newer one.
+	desired.WithResourceVersion(deployment.ResourceVersion)
 	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
 		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
 	if err != nil {

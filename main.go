@@ -135,12 +135,26 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("loading client configuration: %w", err)
 	}
-	cfg, kubeCfg := clientConfigs(cfg, o)
-	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
+	identity, err := leader.NewIdentity()
+	if err != nil {
+		return err
+	}
+	o.leaderElection.Identity = identity
+	cfg, kubeCfg := clientConfigs(cfg, o, identity)
+
+	// The controller's own clients write only while this replica's Lease
+	// is fresh (pkg/leader/fence.go); the Lease client and the metrics
+	// server's reviews are not the controller's writes and go unfenced.
+	controllerCfg, controllerKubeCfg := cfg, kubeCfg
+	fence := leader.NewFence(o.leaderElection)
+	if o.leaderElection.Enabled {
+		controllerCfg, controllerKubeCfg = fence.Guard(cfg), fence.Guard(kubeCfg)
+	}
+	kubeClient, err := kubernetes.NewForConfig(controllerKubeCfg)
 	if err != nil {
 		return fmt.Errorf("building kubernetes clientset: %w", err)
 	}
-	sampleClient, err := clientset.NewForConfig(cfg)
+	sampleClient, err := clientset.NewForConfig(controllerCfg)
 	if err != nil {
 		return fmt.Errorf("building sample clientset: %w", err)
 	}
@@ -206,7 +220,7 @@ func run(ctx context.Context, o *options) error {
 	if !o.leaderElection.Enabled {
 		return runController(ctx)
 	}
-	return leader.Run(ctx, o.leaderElection, kubeCfg, watchdog, runController)
+	return leader.Run(ctx, o.leaderElection, kubeCfg, watchdog, fence, runController)
 }
 
 // loadClientConfig finds the cluster the way kubectl and controller-runtime
@@ -226,18 +240,19 @@ func loadClientConfig(kubeconfig, masterURL string) (*rest.Config, error) {
 }
 
 // clientConfigs returns the client configurations for Foos and for built-in
-// types: both with the controller's user agent and one client-side rate
+// types: both with the user agent sample-controller/<identity>, which tells
+// in the API server's audit log which replica sent a request, and one client-side rate
 // limiter, so that -kube-api-qps and -kube-api-burst bound every request the
 // controller makes (Foos, Deployments, events, discovery) together. The second
 // also speaks protobuf, cheaper to encode and decode than JSON (custom
 // resources only speak JSON). The leader election client is built apart,
 // with a limiter of its own (pkg/leader).
-func clientConfigs(base *rest.Config, o *options) (sample, kube *rest.Config) {
+func clientConfigs(base *rest.Config, o *options, identity string) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS = float32(o.kubeAPIQPS)
 	sample.Burst = o.kubeAPIBurst
 	sample.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(sample.QPS, sample.Burst)
-	sample.UserAgent = samplev1alpha1.ControllerName
+	sample.UserAgent = samplev1alpha1.ControllerName + "/" + identity
 	kube = rest.CopyConfig(sample)
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 )
@@ -58,9 +57,9 @@ func TestFlags(t *testing.T) {
 func TestClientConfigs(t *testing.T) {
 	o := &options{kubeAPIQPS: 200, kubeAPIBurst: 400}
 	base := &rest.Config{Host: "https://example.invalid"}
-	sample, kube := clientConfigs(base, o)
+	sample, kube := clientConfigs(base, o, "node-1_0b5c")
 	for _, cfg := range []*rest.Config{sample, kube} {
-		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != samplev1alpha1.ControllerName || cfg.Host != base.Host {
+		if cfg.QPS != 200 || cfg.Burst != 400 || cfg.UserAgent != "sample-controller/node-1_0b5c" || cfg.Host != base.Host {
 			t.Errorf("config %+v", cfg)
 		}
 	}

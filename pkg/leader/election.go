@@ -42,6 +42,20 @@ type Config struct {
 	LeaseDuration   time.Duration
 	RenewDeadline   time.Duration
 	RetryPeriod     time.Duration
+	// Identity names this replica in the Lease (see NewIdentity).
+	Identity string
+}
+
+// NewIdentity returns a name for this replica, unique among replicas and
+// across restarts: the host name (the pod name in a cluster) and a UUID. It
+// is the Lease's holder identity and, in the controller's user agent, tells
+// in the API server's audit log which replica made a request.
+func NewIdentity() (string, error) {
+	hostname, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("leader election identity: %w", err)
+	}
+	return hostname + "_" + string(uuid.NewUUID()), nil
 }
 
 // serviceAccountNamespaceFile holds the pod's namespace in a cluster.
@@ -58,30 +72,27 @@ func DefaultNamespace() string {
 	return "default"
 }
 
-// Run runs run(ctx) only while this process holds the Lease.
+// Run runs run(ctx) only while this process holds the Lease, and opens
+// fence at each renewal (see fence.go).
 //
 // On shutdown (ctx cancelled) run is allowed to finish before the Lease is
 // released, so two leaders never work at once, and the release lets a
 // standby take over at its next retry instead of waiting for the Lease to
-// expire. A leader that fails to renew its Lease exits at once: another
-// replica may already be leading.
-func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+// expire. A leader that fails to renew its Lease, or finds its fence closed,
+// exits at once: another replica may already be leading.
+func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	client, err := leaseClient(kubeCfg, cfg.RetryPeriod)
 	if err != nil {
 		return err
 	}
-	hostname, err := os.Hostname()
-	if err != nil {
-		return fmt.Errorf("leader election identity: %w", err)
-	}
-	identity := hostname + "_" + string(uuid.NewUUID())
-
+	identity := cfg.Identity
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.Namespace, cfg.Name,
 		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	if err != nil {
 		return err
 	}
+	lock = &fencedLock{Interface: lock, fence: fence}
 
 	// The elector runs on its own context, cancelled only once run has
 	// returned (or, before we lead, as soon as shutdown begins).
@@ -99,9 +110,14 @@ func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leader
 		ReleaseOnCancel: true,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {
+			OnStartedLeading: func(leadingCtx context.Context) {
 				logger.Info("Became leader, starting work", "lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", identity)
+				// The watch ends before the Lease is released (which closes
+				// the fence) once run has returned.
+				watchCtx, stopWatch := context.WithCancel(leadingCtx)
+				go exitWhenFenced(watchCtx, fence)
 				runErr = run(ctx)
+				stopWatch()
 				close(finished)
 				stopElector()
 			},
@@ -144,6 +160,22 @@ func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leader
 		return runErr
 	default:
 		return nil // never led: there was nothing to run
+	}
+}
+
+// exitWhenFenced exits the process as soon as the fence closes while this
+// replica leads: its writes are refused from then on, and a standby may take
+// over. client-go's elector would only notice at its next renewal, and give
+// up at its renew deadline; a leader that was frozen past its lease would
+// meanwhile go on syncing on caches from before the freeze.
+func exitWhenFenced(ctx context.Context, fence *Fence) {
+	select {
+	case <-ctx.Done():
+	case <-fence.closed(ctx):
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Error(fence.Check(), "Lease not renewed in time, stopping work")
+			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+		}
 	}
 }
 

@@ -25,10 +25,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -129,4 +131,60 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		t.Fatalf("after the roll-out: labels %v annotations %v: %v", settled.Labels, settled.Annotations, checkManagedDeployment(settled, foo))
 	}
 	t.Logf("repaired at resourceVersion %v; field managers now %v", repaired.ResourceVersion, managers(settled))
+}
+
+// A repair is conditional on the Deployment it was computed from: the API
+// server refuses a forced apply that carries a resourceVersion older than the
+// Deployment's, so a replica acting on a stale cache (a leader that woke from
+// a pause, see pkg/leader/fence.go) cannot undo a newer write; the same apply
+// on the current version goes through.
+func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
+	ns := newNamespace(t, "stale-repair")
+	deployments := cluster.Kube.AppsV1().Deployments(ns)
+	foo := newFoo(ns, "stale", "stale", int32p(1))
+	foo.UID = "5e1d7a0c-3b2f-4c8d-9e6a-1f0b2c3d4e5f"
+	object, err := contract.DeploymentObject(contract.DesiredDeployment(foo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := deployments.Create(context.Background(), object, metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer (the leader that took over) sets 3 replicas.
+	scaledFoo := foo.DeepCopy()
+	scaledFoo.Spec.Replicas = int32p(3)
+	scaled, err := deployments.Apply(context.Background(),
+		contract.DesiredDeployment(scaledFoo).WithResourceVersion(seen.ResourceVersion),
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The stale replica still sees the first version and asks for 1.
+	_, err = deployments.Apply(context.Background(),
+		contract.DesiredDeployment(foo).WithResourceVersion(seen.ResourceVersion),
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("apply on resourceVersion %s after %s: %v, want 409 Conflict", seen.ResourceVersion, scaled.ResourceVersion, err)
+	}
+	current, err := getDeployment(context.Background(), ns, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *current.Spec.Replicas != 3 || current.ResourceVersion != scaled.ResourceVersion {
+		t.Fatalf("the refused apply changed the Deployment: replicas %d, resourceVersion %s (was %s)",
+			*current.Spec.Replicas, current.ResourceVersion, scaled.ResourceVersion)
+	}
+
+	// Computed from the current version, the same apply is accepted.
+	applied, err := deployments.Apply(context.Background(),
+		contract.DesiredDeployment(foo).WithResourceVersion(current.ResourceVersion),
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	if err != nil {
+		t.Fatalf("apply on the current resourceVersion %s: %v", current.ResourceVersion, err)
+	}
+	if *applied.Spec.Replicas != 1 {
+		t.Errorf("replicas %d after the apply, want 1", *applied.Spec.Replicas)
+	}
 }

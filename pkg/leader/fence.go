@@ -1,0 +1,219 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// The write fence: a replica writes only while its own clock says it still
+// leads.
+//
+// client-go's elector decides leadership only at its renewals. A leader
+// that is frozen (SIGSTOP, a paused VM, a process starved of CPU) past the
+// lease duration wakes up believing it still leads: its workers go on with
+// caches that are seconds old, and the elector only reports the loss once
+// its renew deadline runs out, seconds later. Meanwhile a standby leads, and
+// both write. Measured before the fence: a leader paused 22 s wrote 22 times
+// after the standby took over, among them a Deployment with the replicas of
+// a Foo the user had changed since.
+//
+// A standby takes over a Lease one lease duration after it last saw it
+// renewed, by its own clock. It saw our renewal after we sent it, so as long
+// as less than a lease duration has passed since we sent our last renewal
+// that succeeded, no standby can lead yet. The fence allows writes for less
+// than that: until the moment client-go's elector itself gives up (renew
+// deadline plus a retry period), which leaves the rest of the lease duration
+// (3 s by default) to a request already on its way and to clocks that run at
+// slightly different rates.
+//
+// The elapsed time is read on both clocks Go keeps: the monotonic one, which
+// wall-clock steps cannot fool, and the wall clock, which on Linux keeps
+// running while the whole machine is suspended, when the monotonic clock
+// does not. The larger of the two counts.
+//
+// What it cannot do: a write that passed the fence a moment before the
+// process froze is sent when it wakes. Deployment repairs carry the
+// resourceVersion they were computed from and status writes the Foo's, so the
+// API server refuses such a write if anything changed the object since; a
+// create or delete has no such guard (see docs/operations.md).
+
+// ErrFenced is returned for a write attempted while the fence is closed.
+var ErrFenced = errors.New("leader election fence: this replica's Lease is not renewed recently enough to write")
+
+// Fence says whether this replica may write: whether its last successful
+// Lease renewal is recent enough that no other replica can lead yet.
+type Fence struct {
+	window time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	renewed time.Time // when the last successful renewal was sent; zero: never
+}
+
+// NewFence returns a closed fence for the leader election cfg: it opens at
+// the first successful acquisition of the Lease (see Run).
+func NewFence(cfg Config) *Fence {
+	return &Fence{window: fenceWindow(cfg), now: time.Now}
+}
+
+// fenceWindow is how long after sending a successful renewal this replica may
+// write: until client-go's elector would give up, and never past the lease
+// duration.
+func fenceWindow(cfg Config) time.Duration {
+	return min(cfg.RenewDeadline+cfg.RetryPeriod, cfg.LeaseDuration)
+}
+
+// renewedAt records a successful acquisition or renewal sent at t.
+func (f *Fence) renewedAt(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t.After(f.renewed) {
+		f.renewed = t
+	}
+}
+
+// close closes the fence until the next renewal.
+func (f *Fence) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renewed = time.Time{}
+}
+
+// remaining is how long the fence stays open without another renewal; zero
+// or less when it is closed.
+func (f *Fence) remaining() time.Duration {
+	f.mu.Lock()
+	renewed := f.renewed
+	f.mu.Unlock()
+	if renewed.IsZero() {
+		return 0
+	}
+	now := f.now()
+	monotonic := now.Sub(renewed)
+	wall := now.Round(0).Sub(renewed.Round(0)) // Round(0) strips the monotonic reading
+	return f.window - max(monotonic, wall)
+}
+
+// Check returns nil when this replica may write, else an error wrapping
+// ErrFenced.
+func (f *Fence) Check() error {
+	if left := f.remaining(); left <= 0 {
+		return fmt.Errorf("%w (the window is %s)", ErrFenced, f.window)
+	}
+	return nil
+}
+
+// closed returns a channel closed once the fence closes, checked afresh
+// whenever its last known closing time comes, or when ctx ends.
+func (f *Fence) closed(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			left := f.remaining()
+			if left <= 0 {
+				return
+			}
+			timer := time.NewTimer(left)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+	}()
+	return done
+}
+
+// Guard returns a copy of cfg whose requests other than reads are refused
+// with ErrFenced while the fence is closed. The check is made in the
+// transport, just before a request is sent, so that no write of any client
+// built from the copy (Deployments, Foo status, events) escapes it.
+func (f *Fence) Guard(cfg *rest.Config) *rest.Config {
+	guarded := rest.CopyConfig(cfg)
+	guarded.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &fencedTransport{fence: f, next: rt}
+	})
+	return guarded
+}
+
+// fencedTransport refuses writes while its fence is closed.
+type fencedTransport struct {
+	fence *Fence
+	next  http.RoundTripper
+}
+
+func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWrite(req.Method) {
+		if err := t.fence.Check(); err != nil {
+			return nil, err
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+// isWrite says whether an HTTP method changes state on the API server.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	default:
+		return true
+	}
+}
+
+// fencedLock is the Lease lock of the elector, recording on the fence each
+// acquisition or renewal of this replica that succeeds, as of the moment it
+// was sent.
+type fencedLock struct {
+	resourcelock.Interface
+	fence *Fence
+}
+
+func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.recordRenewal(ler, func() error { return l.Interface.Create(ctx, ler) })
+}
+
+func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.recordRenewal(ler, func() error { return l.Interface.Update(ctx, ler) })
+}
+
+// recordRenewal runs write and, when it succeeded in making this replica
+// the holder, records when it was sent. A release (an update to no holder)
+// closes the fence before it is sent: once it is, a standby may lead.
+func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write func() error) error {
+	if ler.HolderIdentity != l.Identity() {
+		l.fence.close()
+		return write()
+	}
+	sent := l.fence.now()
+	if err := write(); err != nil {
+		return err
+	}
+	l.fence.renewedAt(sent)
+	return nil
+}

@@ -1,0 +1,239 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package leader
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// defaults are the -leader-elect-* defaults.
+var defaults = Config{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+
+// clock is a settable clock for the fence.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func fenceAt(c *clock) *Fence {
+	f := NewFence(defaults)
+	f.now = c.now
+	return f
+}
+
+func TestFenceWindowEndsWhenTheElectorWouldGiveUpAndNeverAfterTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want time.Duration
+	}{
+		{defaults, 12 * time.Second},
+		{Config{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 5 * time.Second}, 45 * time.Second},
+		{Config{LeaseDuration: 15 * time.Second, RenewDeadline: 14 * time.Second, RetryPeriod: 2 * time.Second}, 15 * time.Second},
+	} {
+		if got := fenceWindow(tc.cfg); got != tc.want {
+			t.Errorf("fenceWindow(%+v) = %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+func TestFenceOpensAtRenewalAndClosesAfterTheWindow(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("before any renewal: %v, want ErrFenced", err)
+	}
+
+	f.renewedAt(c.t)
+	c.t = c.t.Add(11*time.Second + 999*time.Millisecond)
+	if err := f.Check(); err != nil {
+		t.Fatalf("11.999 s after the renewal: %v, want open", err)
+	}
+	c.t = c.t.Add(time.Millisecond)
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("12 s after the renewal: %v, want ErrFenced", err)
+	}
+
+	// A renewal sent before the last one recorded (an answer arriving
+	// late) does not move the window back.
+	f.renewedAt(c.t)
+	f.renewedAt(c.t.Add(-5 * time.Second))
+	c.t = c.t.Add(11 * time.Second)
+	if err := f.Check(); err != nil {
+		t.Fatalf("11 s after the latest renewal: %v, want open", err)
+	}
+}
+
+// fakeLock answers the elector's writes with err.
+type fakeLock struct {
+	resourcelock.Interface
+	err    error
+	writes int
+}
+
+func (l *fakeLock) Identity() string { return "replica-a" }
+func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.writes++
+	return l.err
+}
+func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.writes++
+	return l.err
+}
+
+func TestLockOpensTheFenceAsOfWhenASuccessfulRenewalWasSent(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	inner := &fakeLock{}
+	// The acquisition takes 3 s to be answered: the window runs from when
+	// it was sent, as the standby's runs from when it saw it, later.
+	lock := &fencedLock{Interface: &slowLock{fakeLock: inner, clock: c, took: 3 * time.Second}, fence: f}
+	sent := c.t
+	if err := lock.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.renewed != sent {
+		t.Errorf("renewal recorded at %s, want the time it was sent, %s", f.renewed, sent)
+	}
+
+	// A failed renewal records nothing.
+	inner.err = errors.New("etcdserver: request timed out")
+	c.t = c.t.Add(time.Second)
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err == nil {
+		t.Fatal("the failed update was reported a success")
+	}
+	if f.renewed != sent {
+		t.Errorf("a failed renewal moved the fence to %s", f.renewed)
+	}
+}
+
+func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	inner := &fakeLock{}
+	lock := &fencedLock{Interface: inner, fence: f}
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(); err != nil {
+		t.Fatalf("after renewing: %v", err)
+	}
+	// The release fails to reach the API server: the fence stays closed all
+	// the same, since it may have been applied.
+	inner.err = errors.New("context deadline exceeded")
+	_ = lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: ""})
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("after releasing: %v, want ErrFenced", err)
+	}
+	if inner.writes != 2 {
+		t.Errorf("%d writes reached the lock, want 2", inner.writes)
+	}
+}
+
+// slowLock is a fakeLock whose writes take a while on the fence's clock.
+type slowLock struct {
+	*fakeLock
+	clock *clock
+	took  time.Duration
+}
+
+func (l *slowLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	l.clock.t = l.clock.t.Add(l.took)
+	return l.fakeLock.Create(ctx, r)
+}
+
+func TestGuardedClientWritesOnlyWhileTheFenceIsOpen(t *testing.T) {
+	var got []string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer server.Close()
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	cfg := f.Guard(&rest.Config{Host: server.URL})
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(method string) error {
+		req, err := http.NewRequest(method, server.URL+"/apis/apps/v1/namespaces/ns/deployments/d", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	// Closed: reads pass, writes are refused before they leave.
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		err := send(method)
+		if wantRefused := method != "GET"; wantRefused != errors.Is(err, ErrFenced) {
+			t.Errorf("%s while closed: %v", method, err)
+		}
+	}
+	// Open: everything passes.
+	f.renewedAt(c.t)
+	for _, method := range []string{"PATCH", "DELETE"} {
+		if err := send(method); err != nil {
+			t.Errorf("%s while open: %v", method, err)
+		}
+	}
+	want := []string{
+		"GET /apis/apps/v1/namespaces/ns/deployments/d",
+		"PATCH /apis/apps/v1/namespaces/ns/deployments/d",
+		"DELETE /apis/apps/v1/namespaces/ns/deployments/d",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the server received\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
+	f := NewFence(Config{LeaseDuration: time.Second, RenewDeadline: 200 * time.Millisecond, RetryPeriod: 100 * time.Millisecond})
+	f.renewedAt(time.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	closed := f.closed(ctx)
+
+	// Renewed halfway: the window moves and the channel stays open past
+	// the first closing time.
+	time.Sleep(150 * time.Millisecond)
+	renewed := time.Now()
+	f.renewedAt(renewed)
+	select {
+	case <-closed:
+		if since := time.Since(renewed); since < 300*time.Millisecond {
+			t.Fatalf("closed %s after a renewal, want at least the 300 ms window", since)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed 5 s after the last renewal")
+	}
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("Check after closed fired: %v", err)
+	}
+}
