@@ -276,10 +276,12 @@ func holderAt(leaderships []Leadership, at time.Time) string {
 	return holder
 }
 
-// fooValue is a Foo's spec.replicas from some moment on (nil: deleted).
+// fooValue is a Foo's spec.replicas (nil: deleted) as one write set it.
+// The write took effect at some moment between when it was received and
+// when it was answered: a watcher may see it before the answer is out.
 type fooValue struct {
-	since    time.Time
-	replicas *int32
+	received, completed time.Time
+	replicas            *int32
 }
 
 // StaleReplicaWrites lists the controller's accepted Deployment writes
@@ -341,7 +343,7 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 		}
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 		if e.Verb == "delete" {
-			history[key] = append(history[key], fooValue{since: e.Completed})
+			history[key] = append(history[key], fooValue{received: e.Received, completed: e.Completed})
 			continue
 		}
 		// A Foo and a Scale both keep the count in spec.replicas.
@@ -353,23 +355,24 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 		if err := json.Unmarshal(e.ResponseObject, &obj); err != nil || obj.Spec.Replicas == nil {
 			continue
 		}
-		history[key] = append(history[key], fooValue{since: e.Completed, replicas: obj.Spec.Replicas})
+		history[key] = append(history[key], fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas})
 	}
 	return history
 }
 
-// heldWithin returns the values a Foo had at some moment in [from, to]:
-// the one it had at from, and every one it took after, up to to.
+// heldWithin returns the values a Foo may have had at some moment in
+// [from, to], favouring the writer: a value from when the write that set
+// it was received until the next write was answered.
 func heldWithin(history []fooValue, from, to time.Time) []fooValue {
 	var held []fooValue
 	for i, v := range history {
-		if v.since.After(to) {
+		if v.received.After(to) {
 			break
 		}
-		last := i == len(history)-1 || history[i+1].since.After(from)
-		if v.since.After(from) || last {
-			held = append(held, v)
+		if i+1 < len(history) && history[i+1].completed.Before(from) {
+			continue // replaced before the window
 		}
+		held = append(held, v)
 	}
 	return held
 }
@@ -393,7 +396,7 @@ func describeValues(values []fooValue) string {
 		if v.replicas != nil {
 			value = fmt.Sprint(*v.replicas)
 		}
-		parts = append(parts, fmt.Sprintf("%s since %s", value, v.since.Format("15:04:05.000000")))
+		parts = append(parts, fmt.Sprintf("%s since %s", value, v.received.Format("15:04:05.000000")))
 	}
 	return strings.Join(parts, ", ")
 }

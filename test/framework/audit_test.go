@@ -27,14 +27,16 @@ import (
 // (host-a) leads from 00:00:00 and renews; the user creates foo-1 with one
 // replica and A creates its Deployment; B (host-b) takes the Lease at
 // 00:00:10 (committed 00:00:10.010); the user scales foo-1 to 3 through
-// the scale subresource; B applies 3.
+// the scale subresource; B applies 3, its apply received before the
+// scale's answer was out (B's watch saw the committed change first, as it
+// does on a real API server).
 const cleanAuditLog = `{"stage":"ResponseComplete","verb":"create","userAgent":"sample-controller/host-a_11111111-1111-1111-1111-111111111111/leader-election","user":{"username":"system:serviceaccount:sc:a"},"objectRef":{"resource":"leases","namespace":"sc","name":"sample-controller"},"responseStatus":{"code":201},"requestObject":{"spec":{"holderIdentity":"host-a_11111111-1111-1111-1111-111111111111"}},"requestReceivedTimestamp":"2026-01-01T00:00:00.000000Z","stageTimestamp":"2026-01-01T00:00:00.005000Z"}
 {"stage":"ResponseComplete","verb":"create","userAgent":"kubectl/v1.36.3","user":{"username":"admin"},"objectRef":{"resource":"foos","namespace":"ns","name":"foo-1"},"responseStatus":{"code":201},"requestObject":{"spec":{"deploymentName":"foo-1"}},"responseObject":{"spec":{"deploymentName":"foo-1","replicas":1}},"requestReceivedTimestamp":"2026-01-01T00:00:00.400000Z","stageTimestamp":"2026-01-01T00:00:00.500000Z"}
 {"stage":"ResponseComplete","verb":"create","userAgent":"sample-controller/host-a_11111111-1111-1111-1111-111111111111","user":{"username":"system:serviceaccount:sc:a"},"objectRef":{"resource":"deployments","namespace":"ns","name":"foo-1"},"responseStatus":{"code":201},"requestObject":{"metadata":{"ownerReferences":[{"kind":"Foo","name":"foo-1","controller":true}]},"spec":{"replicas":1}},"requestReceivedTimestamp":"2026-01-01T00:00:00.600000Z","stageTimestamp":"2026-01-01T00:00:00.610000Z"}
 {"stage":"ResponseComplete","verb":"update","userAgent":"sample-controller/host-a_11111111-1111-1111-1111-111111111111/leader-election","user":{"username":"system:serviceaccount:sc:a"},"objectRef":{"resource":"leases","namespace":"sc","name":"sample-controller"},"responseStatus":{"code":200},"requestObject":{"spec":{"holderIdentity":"host-a_11111111-1111-1111-1111-111111111111"}},"requestReceivedTimestamp":"2026-01-01T00:00:01.000000Z","stageTimestamp":"2026-01-01T00:00:01.005000Z"}
 {"stage":"ResponseComplete","verb":"update","userAgent":"sample-controller/host-b_22222222-2222-2222-2222-222222222222/leader-election","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"leases","namespace":"sc","name":"sample-controller"},"responseStatus":{"code":200},"requestObject":{"spec":{"holderIdentity":"host-b_22222222-2222-2222-2222-222222222222"}},"requestReceivedTimestamp":"2026-01-01T00:00:10.000000Z","stageTimestamp":"2026-01-01T00:00:10.010000Z"}
 {"stage":"ResponseComplete","verb":"patch","userAgent":"kubectl/v1.36.3","user":{"username":"admin"},"objectRef":{"resource":"foos","namespace":"ns","name":"foo-1","subresource":"scale"},"responseStatus":{"code":200},"requestObject":{"spec":{"replicas":3}},"responseObject":{"kind":"Scale","spec":{"replicas":3}},"requestReceivedTimestamp":"2026-01-01T00:00:11.000000Z","stageTimestamp":"2026-01-01T00:00:11.010000Z"}
-{"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/host-b_22222222-2222-2222-2222-222222222222","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"deployments","namespace":"ns","name":"foo-1"},"responseStatus":{"code":200},"requestObject":{"metadata":{"ownerReferences":[{"kind":"Foo","name":"foo-1","controller":true}]},"spec":{"replicas":3}},"requestReceivedTimestamp":"2026-01-01T00:00:11.200000Z","stageTimestamp":"2026-01-01T00:00:11.210000Z"}
+{"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/host-b_22222222-2222-2222-2222-222222222222","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"deployments","namespace":"ns","name":"foo-1"},"responseStatus":{"code":200},"requestObject":{"metadata":{"ownerReferences":[{"kind":"Foo","name":"foo-1","controller":true}]},"spec":{"replicas":3}},"requestReceivedTimestamp":"2026-01-01T00:00:11.005000Z","stageTimestamp":"2026-01-01T00:00:11.020000Z"}
 `
 
 // What the paused A did in issue 17 once resumed: an apply of the
@@ -107,7 +109,7 @@ func TestAuditChecksFlagTheZombieWrite(t *testing.T) {
 		t.Errorf("WritesOutsideLeadership:\n got %q\nwant %q", got, wantOutside)
 	}
 	wantStale := []string{`patch deployments ns/foo-1 (200) received 00:00:12.500000 by "sample-controller/` + replicaA +
-		`": replicas 1, but Foo foo-1 held only 3 since 00:00:11.010000 in the 1s before`}
+		`": replicas 1, but Foo foo-1 held only 3 since 00:00:11.000000 in the 1s before`}
 	if got := StaleReplicaWrites(events, time.Second); !reflect.DeepEqual(got, wantStale) {
 		t.Errorf("StaleReplicaWrites:\n got %q\nwant %q", got, wantStale)
 	}
