@@ -49,6 +49,9 @@ const (
 	// zombieScaledDuringPause is how many Foos the user scales while the
 	// leader is paused, for the standby to apply.
 	zombieScaledDuringPause = 5
+	// throttleBurst is how many Foos the user scales at once while the
+	// controller is throttled.
+	throttleBurst = 30
 )
 
 // chaosFault is one kind of fault.
@@ -88,6 +91,10 @@ var chaosFaults = []chaosFault{
 			t.Fatal(err)
 		}
 		level, remove := throttleServiceAccounts(t, deployNamespace, replicaAccounts...)
+		// A burst of changes, so that the leader's workers send more
+		// requests at once than the level's seats: the steady users alone
+		// seldom do.
+		s.scaleSome(t, throttleBurst)
 		time.Sleep(throttleFor) // the fault: the controller is throttled
 		after, err := cluster.ScrapeAPIServer(context.Background())
 		if err := errors.Join(err, remove()); err != nil {
@@ -114,12 +121,7 @@ func (s *chaosScenario) pauseLeaderPastLease(t *testing.T) {
 		}
 	}()
 	next := s.waitLeaderOtherThan(t, leader.identity)
-	scaled := s.traffic.someFoos(zombieScaledDuringPause)
-	for _, foo := range scaled {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		_ = s.traffic.patchFoo(ctx, foo, fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+s.rng.IntN(5)))
-		cancel()
-	}
+	scaled := s.scaleSome(t, zombieScaledDuringPause)
 	time.Sleep(zombiePause) // the fault: paused past the take-over
 	if err := leader.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -127,6 +129,19 @@ func (s *chaosScenario) pauseLeaderPastLease(t *testing.T) {
 	resumed = true
 	t.Logf("leader %s paused for %v; %s took over; the user scaled %v meanwhile", leader.Name,
 		time.Since(paused).Round(100*time.Millisecond), next.Name, scaled)
+}
+
+// scaleSome has the user set spec.replicas of n Foos at random, and
+// returns their names; a change refused (the Foo just deleted) is skipped.
+func (s *chaosScenario) scaleSome(t *testing.T, n int) []string {
+	t.Helper()
+	scaled := s.traffic.someFoos(n)
+	for _, foo := range scaled {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_ = s.traffic.patchFoo(ctx, foo, fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+s.rng.IntN(5)))
+		cancel()
+	}
+	return scaled
 }
 
 // scheduledFault is a fault and when, from the scenario's start, it

@@ -57,6 +57,8 @@ type supervised struct {
 // until the test ends; then it is killed, and its exits are logged.
 func superviseReplica(t *testing.T, name string, args ...string) *supervised {
 	t.Helper()
+	// Log files are named after the test, as startController's are.
+	name = strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + name)
 	s := &supervised{name: name, args: args, cl: cluster, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
