@@ -13,7 +13,7 @@ KUBECTL ?= kubectl
 # make uninstall ignore-not-found=true: no error when nothing is installed.
 ignore-not-found ?= false
 
-.PHONY: all help build test unit fuzz verify e2e generate run bench tools install uninstall deploy undeploy clean
+.PHONY: all help build test unit fuzz verify e2e generate run bench soak tools install uninstall deploy undeploy clean
 
 ## all: the default: build.
 all: build
@@ -66,6 +66,14 @@ BENCH_SCALE ?= 1000
 BENCH_RUNS ?= 3
 bench: tools
 	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" go test -tags bench -count=1 -v -timeout 240m -run TestBenchmark ./test/bench/
+
+## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/operations.md, Failure modes).
+SOAK_DURATION ?= 1h
+SOAK_FOOS ?= 2000
+SOAK_FAULT_EVERY ?= 4m
+soak: tools
+	SOAK_DURATION="$(SOAK_DURATION)" SOAK_FOOS="$(SOAK_FOOS)" SOAK_FAULT_EVERY="$(SOAK_FAULT_EVERY)" \
+	  go test -tags e2e -count=1 -v -timeout 6h -run '^TestSoakKeepsResourcesFlatAndInvariants$$' ./test/e2e/
 
 ## tools: build kwokctl and the control-plane binaries it runs (etcd, kube-*, kwok) into _output/bin.
 tools:

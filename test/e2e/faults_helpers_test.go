@@ -73,13 +73,10 @@ func faultFoos(t *testing.T) int {
 }
 
 // useFaultCluster starts the fault scenarios' control plane and points the
-// package's helpers (which act on the variable cluster) at it until the test
-// ends; then the control plane is stopped, whatever was killed or paused in
-// it, and cluster is the suite's again. The e2e tests run one at a time, so
-// no other test sees the swap.
+// package's helpers at it until the test ends (useOwnCluster).
 func useFaultCluster(t *testing.T, foos int) {
 	t.Helper()
-	faults, err := framework.StartCluster(cluster.Root, filepath.Join(cluster.Root, faultClusterDir),
+	useOwnCluster(t, faultClusterDir,
 		// Room for the pods of every scenario on the one fake node:
 		// namespaces are deleted at the end of each scenario, but not
 		// waited for.
@@ -87,17 +84,29 @@ func useFaultCluster(t *testing.T, foos int) {
 		// A kube-apiserver started again over hundreds of objects, on a
 		// busy machine, has been seen to take 40 s to pass /readyz.
 		framework.WithTimeout(180*time.Second))
+}
+
+// useOwnCluster starts a control plane of the test's own in dir (relative
+// to the repository root) and points the package's helpers (which act on
+// the variable cluster) at it until the test ends; then the control plane
+// is stopped, whatever was killed or paused in it, and cluster is the
+// suite's again. The e2e tests run one at a time, so no other test sees
+// the swap.
+func useOwnCluster(t *testing.T, dir string, opts ...framework.ClusterOption) *framework.Cluster {
+	t.Helper()
+	own, err := framework.StartCluster(cluster.Root, filepath.Join(cluster.Root, dir), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	suite := cluster
-	cluster = faults
+	cluster = own
 	t.Cleanup(func() {
 		cluster = suite
-		if err := faults.Stop(); err != nil {
-			t.Errorf("stopping the fault scenarios' control plane: %v", err)
+		if err := own.Stop(); err != nil {
+			t.Errorf("stopping the control plane in %s: %v", dir, err)
 		}
 	})
+	return own
 }
 
 // repairAtEnd makes the component run again when the test ends, so that a

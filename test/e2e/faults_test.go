@@ -117,6 +117,15 @@ func testEtcdKilled(t *testing.T, n int) {
 	r.createFoos(t, 0, n)
 	r.waitMidConvergence(t)
 	killForAWhile(t, framework.Etcd)
+	restartClusterControllers(t)
+	r.expectRodeThrough(t, n, framework.Etcd)
+}
+
+// restartClusterControllers restarts the cluster's own controllers
+// (kube-controller-manager, kube-scheduler, kwok), as an operator does
+// after an etcd crash: see testEtcdKilled.
+func restartClusterControllers(t *testing.T) {
+	t.Helper()
 	for _, component := range []string{framework.KubeControllerManager, framework.KubeScheduler, framework.Kwok} {
 		repairAtEnd(t, component)
 		if err := cluster.KillComponent(component); err != nil {
@@ -126,7 +135,6 @@ func testEtcdKilled(t *testing.T, n int) {
 			t.Fatal(err)
 		}
 	}
-	r.expectRodeThrough(t, n, framework.Etcd)
 }
 
 // killForAWhile SIGKILLs a component, leaves it down for componentDowntime,
@@ -318,19 +326,35 @@ func testThrottled(t *testing.T, n int) {
 	}
 }
 
-// throttleServiceAccount installs a PriorityLevelConfiguration with one
-// nominal share, no borrowing and Reject as limit response, and a
-// FlowSchema sending every request of the ServiceAccount ns/name to it,
-// except its Lease requests; it removes them when the test ends and
-// returns the level's name once the API server enforces it.
+// throttleServiceAccount installs a throttle (throttleServiceAccounts) on
+// the ServiceAccount ns/name and removes it when the test ends.
 func throttleServiceAccount(t *testing.T, ns, name string) string {
+	t.Helper()
+	level, remove := throttleServiceAccounts(t, ns, name)
+	t.Cleanup(func() {
+		if err := remove(); err != nil {
+			t.Errorf("removing the throttle: %v", err)
+		}
+	})
+	return level
+}
+
+// throttleServiceAccounts installs a PriorityLevelConfiguration with one
+// nominal share, no borrowing and Reject as limit response, and a
+// FlowSchema sending every request of the ServiceAccounts ns/names to it,
+// except their Lease requests; it returns the level's name once the API
+// server enforces it, and the function that removes both.
+func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, func() error) {
 	t.Helper()
 	ctx := context.Background()
 	flowcontrol := cluster.Kube.FlowcontrolV1()
 	const level = "e2e-throttled"
-	subject := flowcontrolv1.Subject{
-		Kind:           flowcontrolv1.SubjectKindServiceAccount,
-		ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: ns, Name: name},
+	var subjects []flowcontrolv1.Subject
+	for _, name := range names {
+		subjects = append(subjects, flowcontrolv1.Subject{
+			Kind:           flowcontrolv1.SubjectKindServiceAccount,
+			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: ns, Name: name},
+		})
 	}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: level},
@@ -351,7 +375,7 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 			MatchingPrecedence:         400,
 			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
 			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{subject},
+				Subjects: subjects,
 				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
 					Verbs: []string{"get", "create", "update"}, APIGroups: []string{"coordination.k8s.io"},
 					Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery},
@@ -366,7 +390,7 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 			MatchingPrecedence:         500,
 			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
 			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{subject},
+				Subjects: subjects,
 				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
 					Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
 					Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery},
@@ -377,23 +401,25 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 			}},
 		},
 	}
-	if _, err := flowcontrol.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	remove := func() error {
+		var errs []error
 		for _, err := range []error{
 			flowcontrol.FlowSchemas().Delete(context.Background(), everything.Name, metav1.DeleteOptions{}),
 			flowcontrol.FlowSchemas().Delete(context.Background(), leases.Name, metav1.DeleteOptions{}),
 			flowcontrol.PriorityLevelConfigurations().Delete(context.Background(), level, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("removing the throttle: %v", err)
+				errs = append(errs, err)
 			}
 		}
-	})
+		return errors.Join(errs...)
+	}
+	if _, err := flowcontrol.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, fs := range []*flowcontrolv1.FlowSchema{leases, everything} {
 		if _, err := flowcontrol.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			t.Fatal(errors.Join(err, remove()))
 		}
 	}
 	var seats float64
@@ -411,7 +437,7 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 		return !math.IsNaN(seats), nil
 	})
 	t.Logf("priority level %s: %.0f nominal seats, no borrowing, limit response Reject", level, seats)
-	return level
+	return level, remove
 }
 
 // rejectedRequests sums apiserver_flowcontrol_rejected_requests_total of a

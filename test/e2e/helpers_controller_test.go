@@ -47,11 +47,18 @@ func controllerArgs(ns string, extra ...string) []string {
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates with a
-// fresh token of the ServiceAccount ns/name (kubectl create token) to the
-// suite's API server, and returns its path.
+// fresh token of the ServiceAccount ns/name (kubectl create token), valid
+// for an hour, to the suite's API server, and returns its path.
 func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
 	t.Helper()
-	token := strings.TrimSpace(kubectl(t, "create", "token", name, "-n", ns, "--duration=1h"))
+	return serviceAccountKubeconfigFor(t, ns, name, time.Hour)
+}
+
+// serviceAccountKubeconfigFor is serviceAccountKubeconfig with a token
+// valid for the given duration.
+func serviceAccountKubeconfigFor(t *testing.T, ns, name string, valid time.Duration) string {
+	t.Helper()
+	token := strings.TrimSpace(kubectl(t, "create", "token", name, "-n", ns, "--duration="+valid.String()))
 	if token == "" {
 		t.Fatalf("kubectl create token %s -n %s printed no token", name, ns)
 	}

@@ -1,0 +1,180 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The chaos scenarios' world (chaos_test.go, soak_test.go): a control
+// plane of their own whose kube-apiserver audits every write to Foos,
+// Deployments and the controller's Lease; the controller installed as
+// artifacts/deploy installs it, each replica under a ServiceAccount of its
+// own (so that the audit log tells them apart even by credentials, and so
+// that priority and fairness applies to them: the admin's system:masters
+// group is exempt); a namespace of Foos, and a Deployment of somebody
+// else's among them that nobody may touch.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+const (
+	// chaosClusterDir is the chaos scenarios' control plane, under the
+	// repository root.
+	chaosClusterDir = "_output/e2e-chaos-cluster"
+	// The replicas' leader election, shortened from 15s/10s/2s so that a
+	// take-over fits the few minutes of make test. The relation between
+	// the three is the defaults'.
+	chaosLeaseDuration = 8 * time.Second
+	chaosRenewDeadline = 5 * time.Second
+	chaosRetryPeriod   = time.Second
+	// foreignDeployment is the Deployment in the Foos' namespace that no
+	// Foo owns: the controller must never write it.
+	foreignDeployment = "foreign"
+	// fooPrefix names the Foos: chaos-000, chaos-001, ...
+	fooPrefix = "chaos"
+)
+
+// replicaAccounts are the ServiceAccounts of the two replicas, in
+// deployNamespace: artifacts/deploy's own, and a second one bound to the
+// same roles.
+var replicaAccounts = []string{deployServiceAccount, deployServiceAccount + "-b"}
+
+// chaosWorld is what the scenarios run in.
+type chaosWorld struct {
+	ns          string
+	kubeconfigs []string // one per replicaAccounts
+	foreign     *appsv1.Deployment
+	auditLog    string
+}
+
+// setUpChaosWorld starts the control plane and installs the controller's
+// accounts, the namespace, the foreign Deployment and foos Foos with
+// replica counts from rng; the accounts' tokens are valid for valid.
+func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration) *chaosWorld {
+	t.Helper()
+	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(framework.AuditPolicy(deployNamespace)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := useOwnCluster(t, chaosClusterDir, framework.WithAuditPolicy(policy),
+		// Room for every pod of the Foos, at up to 5 replicas each, and of
+		// the Deployments being replaced.
+		framework.WithNodePods(12*foos+200),
+		// A kube-apiserver started again on a busy machine may take 40 s
+		// to pass /readyz (see useFaultCluster).
+		framework.WithTimeout(180*time.Second))
+	ensureStandardCRD(t)
+	applyDeployArtifacts(t)
+	addReplicaAccount(t, replicaAccounts[1])
+	w := &chaosWorld{ns: newNamespace(t, "chaos"), auditLog: own.AuditLogPath()}
+	for _, account := range replicaAccounts {
+		w.kubeconfigs = append(w.kubeconfigs, serviceAccountKubeconfigFor(t, deployNamespace, account, valid))
+	}
+	var err error
+	w.foreign, err = cluster.Kube.AppsV1().Deployments(w.ns).Create(context.Background(),
+		unmanagedDeployment(w.ns, foreignDeployment, 1), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := make([]int32, foos)
+	for i := range replicas {
+		replicas[i] = 1 + rng.Int32N(3)
+	}
+	err = framework.Parallel(foos, creators, func(i int) error {
+		name := chaosFooName(i)
+		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(w.ns).Create(context.Background(),
+			newFoo(w.ns, name, name, &replicas[i]), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func chaosFooName(i int) string { return fmt.Sprintf("%s-%03d", fooPrefix, i) }
+
+// addReplicaAccount creates a ServiceAccount in deployNamespace bound to
+// the roles artifacts/deploy binds its own to: the controller's ClusterRole
+// and the leader election Role. The namespace goes with
+// applyDeployArtifacts' clean-up; the ClusterRoleBinding is removed here.
+func addReplicaAccount(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: deployNamespace}}
+	if _, err := cluster.Kube.CoreV1().ServiceAccounts(deployNamespace).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rbac := cluster.Kube.RbacV1()
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: deployName},
+		Subjects:   subject,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing ClusterRoleBinding %s: %v", name, err)
+		}
+	})
+	leaderElection := deployName + "-leader-election"
+	if _, err := rbac.RoleBindings(deployNamespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-leader-election"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderElection},
+		Subjects:   subject,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replicaArgs are the flags of a replica running under the kubeconfig of
+// one of the accounts: the Lease of artifacts/deploy, the shortened
+// timings, metrics over plain HTTP on loopback (scraped every few seconds
+// through faults, without TokenReviews that a throttled or restarting API
+// server would make fail).
+func (w *chaosWorld) replicaArgs(account int) []string {
+	return []string{"-kubeconfig=" + w.kubeconfigs[account], "-namespace=" + w.ns,
+		"-leader-elect=true", "-leader-elect-namespace=" + deployNamespace, "-leader-elect-id=" + deployName,
+		"-leader-elect-lease-duration=" + chaosLeaseDuration.String(),
+		"-leader-elect-renew-deadline=" + chaosRenewDeadline.String(),
+		"-leader-elect-retry-period=" + chaosRetryPeriod.String(),
+		"-metrics-secure=false"}
+}
+
+// faultRun is the fault scenarios' view of the namespace, whose checks
+// (observe, waitConverged) the chaos scenarios share; leader is the
+// replica whose exit ends a wait early.
+func (w *chaosWorld) faultRun(want int, leader *replica) *faultRun {
+	return &faultRun{ns: w.ns, want: want, leaseNS: deployNamespace, leaseID: deployName, leader: leader}
+}

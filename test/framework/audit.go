@@ -1,0 +1,415 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+// The kube-apiserver's audit log as evidence of who wrote what, and when:
+// an end state cannot show that a replica which no longer held the Lease
+// wrote for a moment (issue 17: a paused leader woke and applied a stale
+// replica count that the next write undid 20 ms later). The audit log can.
+//
+// The checks here read the JSON lines of the log (one audit.k8s.io/v1
+// Event per line) that AuditPolicy asks for, and tell which replica sent
+// each request: the controller names itself in its user agent,
+// "sample-controller/<identity>" (its Lease client
+// "sample-controller/<identity>/leader-election"), <identity> being the
+// Lease's holderIdentity, <hostname>_<uuid>. A controller built before it
+// did so is told apart by its credentials instead (user.username): the
+// tests then run each replica under a ServiceAccount of its own.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AuditPolicy is the audit policy that records what the checks below read,
+// and little else, so that an hour's soak still has a log of a manageable
+// size: with their request and response bodies, the writes to Deployments
+// and Foos (the scale and status subresources included); with the request
+// body, the writes to the Leases of namespace leaseNamespace (every
+// renewal, a line per retry period); nothing of any other request.
+func AuditPolicy(leaseNamespace string) string {
+	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: RequestResponse
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: apps
+        resources: ["deployments"]
+      - group: samplecontroller.k8s.io
+        resources: ["foos", "foos/status", "foos/scale"]
+  - level: Request
+    verbs: ["create", "update"]
+    namespaces: [%q]
+    resources:
+      - group: coordination.k8s.io
+        resources: ["leases"]
+  - level: None
+`, leaseNamespace)
+}
+
+// AuditEvent is what the checks read of an audit.k8s.io/v1 Event.
+type AuditEvent struct {
+	Stage     string `json:"stage"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestObject  json.RawMessage `json:"requestObject"`
+	ResponseObject json.RawMessage `json:"responseObject"`
+	// Received is when the API server received the request; Completed,
+	// when it had answered (a write is committed by then).
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
+}
+
+// ReadAuditLog reads the completed requests (stage ResponseComplete) of an
+// audit log in JSON lines, sorted by completion, and counts the lines it
+// could not read: a kube-apiserver killed in the middle of a line leaves it
+// cut, and its next start appends to it.
+func ReadAuditLog(path string) (events []AuditEvent, cut int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	return ParseAuditLog(f)
+}
+
+// ParseAuditLog is ReadAuditLog of an open log.
+func ParseAuditLog(r io.Reader) (events []AuditEvent, cut int, err error) {
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for scanner.Scan() {
+		if len(strings.TrimSpace(scanner.Text())) == 0 {
+			continue
+		}
+		var e AuditEvent
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+			cut++
+			continue
+		}
+		if e.Stage == "ResponseComplete" && e.ObjectRef != nil {
+			events = append(events, e)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, cut, err
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Completed.Before(events[j].Completed) })
+	return events, cut, nil
+}
+
+// accepted reports whether the API server accepted the request (2xx).
+func (e *AuditEvent) accepted() bool {
+	return e.ResponseStatus != nil && e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
+}
+
+func (e *AuditEvent) isWrite() bool {
+	switch e.Verb {
+	case "create", "update", "patch", "delete":
+		return true
+	}
+	return false
+}
+
+// resource is the resource and subresource written: "deployments",
+// "foos/status", ...
+func (e *AuditEvent) resource() string {
+	if e.ObjectRef.Subresource != "" {
+		return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+	}
+	return e.ObjectRef.Resource
+}
+
+func (e *AuditEvent) String() string {
+	code := 0
+	if e.ResponseStatus != nil {
+		code = e.ResponseStatus.Code
+	}
+	return fmt.Sprintf("%s %s %s/%s (%d) received %s by %q", e.Verb, e.resource(), e.ObjectRef.Namespace, e.ObjectRef.Name,
+		code, e.Received.Format("15:04:05.000000"), e.UserAgent)
+}
+
+// controllerAgent is the controller's user agent, naming its replica:
+// sample-controller/<hostname>_<uuid>, with /leader-election for the Lease
+// client.
+var controllerAgent = regexp.MustCompile(`^sample-controller/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/leader-election)?$`)
+
+// fromController reports whether the request came from the controller
+// (any user agent of sample-controller's own clients).
+func (e *AuditEvent) fromController() bool {
+	return strings.HasPrefix(e.UserAgent, "sample-controller")
+}
+
+// Replica names the replica that sent the request: its Lease identity
+// when its user agent carries one, else its user name.
+func (e *AuditEvent) Replica() string {
+	if m := controllerAgent.FindStringSubmatch(e.UserAgent); m != nil {
+		return m[1]
+	}
+	return e.User.Username
+}
+
+// Leadership is one replica's hold of the Lease, as the audit log shows
+// it.
+type Leadership struct {
+	Holder  string // the Lease's holderIdentity
+	Replica string // who wrote it there (Replica of that request)
+	// From is when the request that acquired the Lease was received; To,
+	// when the request that set another holder (or none: a release) had
+	// been answered, zero while it still leads.
+	From, To time.Time
+}
+
+// Leaderships reads the holders of the Lease namespace/name from the
+// accepted writes of it, in order.
+func Leaderships(events []AuditEvent, namespace, name string) ([]Leadership, error) {
+	var (
+		out     []Leadership
+		current string
+	)
+	for i := range events {
+		e := &events[i]
+		if e.ObjectRef.Resource != "leases" || e.ObjectRef.Namespace != namespace || e.ObjectRef.Name != name ||
+			!e.accepted() || (e.Verb != "create" && e.Verb != "update") {
+			continue
+		}
+		var lease struct {
+			Spec struct {
+				HolderIdentity string `json:"holderIdentity"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(e.RequestObject, &lease); err != nil {
+			return nil, fmt.Errorf("Lease write %s: request body: %w", e, err)
+		}
+		holder := lease.Spec.HolderIdentity
+		if holder == current {
+			continue // a renewal
+		}
+		if len(out) > 0 && out[len(out)-1].To.IsZero() {
+			out[len(out)-1].To = e.Completed
+		}
+		if holder != "" {
+			out = append(out, Leadership{Holder: holder, Replica: e.Replica(), From: e.Received})
+		}
+		current = holder
+	}
+	return out, nil
+}
+
+// WritesOutsideLeadership lists the controller's accepted writes to
+// Deployments and Foos that its replica sent while it did not hold the
+// Lease: received before its acquisition was received, or after another
+// replica's acquisition (or its own release) had been answered. The bounds
+// favour the writer: a write in the instant a take-over commits is not
+// counted.
+func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []string {
+	var out []string
+	for i := range events {
+		e := &events[i]
+		if !e.fromController() || !e.accepted() || !e.isWrite() || !managedResource(e.ObjectRef.Resource) {
+			continue
+		}
+		if !ledAt(leaderships, e.Replica(), e.Received) {
+			out = append(out, fmt.Sprintf("%s: %s did not hold the Lease then (holder: %s)", e, e.Replica(), holderAt(leaderships, e.Received)))
+		}
+	}
+	return out
+}
+
+func managedResource(resource string) bool {
+	return resource == "deployments" || resource == "foos"
+}
+
+// ledAt reports whether replica led at the moment at: a Leadership it
+// acquired, or of its own identity (whatever user agent the Lease client
+// sent), covers it.
+func ledAt(leaderships []Leadership, replica string, at time.Time) bool {
+	for _, l := range leaderships {
+		if (l.Replica == replica || l.Holder == replica) && !at.Before(l.From) && (l.To.IsZero() || at.Before(l.To)) {
+			return true
+		}
+	}
+	return false
+}
+
+func holderAt(leaderships []Leadership, at time.Time) string {
+	holder := "nobody"
+	for _, l := range leaderships {
+		if !at.Before(l.From) && (l.To.IsZero() || at.Before(l.To)) {
+			holder = fmt.Sprintf("%s, written by %s since %s", l.Holder, l.Replica, l.From.Format("15:04:05.000000"))
+		}
+	}
+	return holder
+}
+
+// fooValue is a Foo's spec.replicas (nil: deleted) as one write set it.
+// The write took effect at some moment between when it was received and
+// when it was answered: a watcher may see it before the answer is out.
+type fooValue struct {
+	received, completed time.Time
+	replicas            *int32
+}
+
+// StaleReplicaWrites lists the controller's accepted Deployment writes
+// that set spec.replicas to a value its Foo no longer held: a value the
+// Foo (through the Foo, its scale subresource, or any write answered with
+// the Foo) had not had at any moment in the tolerance before the write was
+// received. tolerance is the lag a legitimate leader may have: its cache
+// learns of a Foo's change through a watch, a moment after the write.
+func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
+	history := fooHistory(events)
+	var out []string
+	for i := range events {
+		e := &events[i]
+		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != "deployments" || e.ObjectRef.Subresource != "" ||
+			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") {
+			continue
+		}
+		var d struct {
+			Metadata struct {
+				OwnerReferences []struct {
+					Kind       string `json:"kind"`
+					Name       string `json:"name"`
+					Controller *bool  `json:"controller"`
+				} `json:"ownerReferences"`
+			} `json:"metadata"`
+			Spec struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(e.RequestObject, &d); err != nil || d.Spec.Replicas == nil {
+			continue // no replicas in it (or no body): nothing to judge
+		}
+		owner := ""
+		for _, ref := range d.Metadata.OwnerReferences {
+			if ref.Kind == "Foo" && ref.Controller != nil && *ref.Controller {
+				owner = ref.Name
+			}
+		}
+		if owner == "" {
+			out = append(out, fmt.Sprintf("%s: replicas %d for no Foo (no controller reference in the request)", e, *d.Spec.Replicas))
+			continue
+		}
+		held := heldWithin(history[e.ObjectRef.Namespace+"/"+owner], e.Received.Add(-tolerance), e.Received)
+		if !containsReplicas(held, *d.Spec.Replicas) {
+			out = append(out, fmt.Sprintf("%s: replicas %d, but Foo %s held only %s in the %v before", e, *d.Spec.Replicas, owner, describeValues(held), tolerance))
+		}
+	}
+	return out
+}
+
+// fooHistory is each Foo's spec.replicas over time, from the responses to
+// every accepted write of a Foo, its status or its scale.
+func fooHistory(events []AuditEvent) map[string][]fooValue {
+	history := map[string][]fooValue{}
+	for i := range events {
+		e := &events[i]
+		if e.ObjectRef.Resource != "foos" || !e.accepted() || !e.isWrite() {
+			continue
+		}
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		if e.Verb == "delete" {
+			history[key] = append(history[key], fooValue{received: e.Received, completed: e.Completed})
+			continue
+		}
+		// A Foo and a Scale both keep the count in spec.replicas.
+		var obj struct {
+			Spec struct {
+				Replicas *int32 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(e.ResponseObject, &obj); err != nil || obj.Spec.Replicas == nil {
+			continue
+		}
+		history[key] = append(history[key], fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas})
+	}
+	return history
+}
+
+// heldWithin returns the values a Foo may have had at some moment in
+// [from, to], favouring the writer: a value from when the write that set
+// it was received until the next write was answered.
+func heldWithin(history []fooValue, from, to time.Time) []fooValue {
+	var held []fooValue
+	for i, v := range history {
+		if v.received.After(to) {
+			break
+		}
+		if i+1 < len(history) && history[i+1].completed.Before(from) {
+			continue // replaced before the window
+		}
+		held = append(held, v)
+	}
+	return held
+}
+
+func containsReplicas(values []fooValue, replicas int32) bool {
+	for _, v := range values {
+		if v.replicas != nil && *v.replicas == replicas {
+			return true
+		}
+	}
+	return false
+}
+
+func describeValues(values []fooValue) string {
+	if len(values) == 0 {
+		return "nothing (no write of it in the audit log)"
+	}
+	var parts []string
+	for _, v := range values {
+		value := "deleted"
+		if v.replicas != nil {
+			value = fmt.Sprint(*v.replicas)
+		}
+		parts = append(parts, fmt.Sprintf("%s since %s", value, v.received.Format("15:04:05.000000")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WritesTo lists the controller's accepted writes to one object.
+func WritesTo(events []AuditEvent, resource, namespace, name string) []string {
+	var out []string
+	for i := range events {
+		e := &events[i]
+		if e.fromController() && e.accepted() && e.isWrite() && e.ObjectRef.Resource == resource &&
+			e.ObjectRef.Namespace == namespace && e.ObjectRef.Name == name {
+			out = append(out, e.String())
+		}
+	}
+	return out
+}
