@@ -42,8 +42,9 @@ const (
 	// paused.
 	zombieReplicas = 3
 	// fenceLine is what a replica logs when its own clock says its Lease
-	// may have passed to another, before it exits.
-	fenceLine = `"Lease not renewed in time, stopping work"`
+	// may have passed to another: its workers wait, its writes are
+	// refused, until the elector gives up and it exits.
+	fenceLine = `"Lease not renewed in time, pausing work"`
 )
 
 // Issue 17's sequence: replica A leads over 30 Foos; A is paused (SIGSTOP)
@@ -51,7 +52,7 @@ const (
 // the Lease over; the user scales 10 Foos to 3 and B applies them; A is
 // resumed. A must write nothing that the API server accepts from the
 // moment B acquired the Lease (the audit log is the witness: the end state
-// looks right either way), and it must exit through its fence. Without the
+// looks right either way); its fence must close, and it must exit. Without the
 // fence, A's workers went on for seconds after the resume with what they
 // had queued and cached before the pause: status patches, and Deployment
 // applies of the replica count from before the user's change.
@@ -153,4 +154,4 @@ func describeWritesAfter(f auditFindings, account int, since time.Time) string {
 	return fmt.Sprint(byCode)
 }
 
-var regexpFenceOrLost = regexp.MustCompile(`"Lease not renewed in time, stopping work"|"Lost leadership, exiting"`)
+var regexpFenceOrLost = regexp.MustCompile(`"Lease not renewed in time, pausing work"|"Lost leadership, exiting"`)
