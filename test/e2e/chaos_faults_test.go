@@ -104,7 +104,7 @@ var chaosFaults = []chaosFault{
 	}},
 }
 
-// pauseLeaderPastLease is issue 17's zombie: the leader is paused
+// pauseLeaderPastLease makes a zombie leader: the leader is paused
 // (SIGSTOP), the standby takes its Lease, the user scales some Foos and
 // the standby applies them, and the old leader is resumed. Its fence must
 // stop it writing (the audit check tells), and it exits.

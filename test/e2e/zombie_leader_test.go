@@ -35,7 +35,7 @@ import (
 )
 
 const (
-	// zombieFoos and zombieScaled are the sizes of issue 17's sequence.
+	// zombieFoos and zombieScaled size the zombie-leader sequence, as first measured.
 	zombieFoos   = 30
 	zombieScaled = 10
 	// zombieReplicas is what the user scales them to while the leader is
@@ -47,7 +47,7 @@ const (
 	fenceLine = `"Lease not renewed in time, pausing work"`
 )
 
-// Issue 17's sequence: replica A leads over 30 Foos; A is paused (SIGSTOP)
+// The zombie-leader sequence: replica A leads over 30 Foos; A is paused (SIGSTOP)
 // past the lease duration, as a frozen VM or a starved process is; B takes
 // the Lease over; the user scales 10 Foos to 3 and B applies them; A is
 // resumed. A must write nothing that the API server accepts from the

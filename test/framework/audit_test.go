@@ -23,7 +23,7 @@ import (
 	"time"
 )
 
-// A hand-written audit log of the zombie sequence of issue 17: replica A
+// A hand-written audit log of the zombie-leader sequence: replica A
 // (host-a) leads from 00:00:00 and renews; the user creates foo-1 with one
 // replica and A creates its Deployment; B (host-b) takes the Lease at
 // 00:00:10 (committed 00:00:10.010); the user scales foo-1 to 3 through
@@ -39,7 +39,7 @@ const cleanAuditLog = `{"stage":"ResponseComplete","verb":"create","userAgent":"
 {"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/host-b_22222222-2222-2222-2222-222222222222","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"deployments","namespace":"ns","name":"foo-1"},"responseStatus":{"code":200},"requestObject":{"metadata":{"ownerReferences":[{"kind":"Foo","name":"foo-1","controller":true}]},"spec":{"replicas":3}},"requestReceivedTimestamp":"2026-01-01T00:00:11.005000Z","stageTimestamp":"2026-01-01T00:00:11.020000Z"}
 `
 
-// What the paused A did in issue 17 once resumed: an apply of the
+// What the paused A did once resumed (measured before the fence): an apply of the
 // replica count from before the user's change, accepted at 00:00:12.5 (2.5
 // s after B's take-over, 1.5 s after the scale), and a status patch
 // refused with 409, which is no write.
