@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +34,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/tools/record"
@@ -78,7 +76,9 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	deploymentsLister  appslisters.DeploymentLister
+	// The Deployment cache holds *contract.CachedDeployment objects, not
+	// Deployments, so it is read through its indexer (cachedDeployment in
+	// deployment.go), not through the typed lister.
 	deploymentsIndexer cache.Indexer
 	deploymentsSynced  cache.InformerSynced
 	foosLister         listers.FooLister
@@ -117,7 +117,8 @@ type writeFence interface {
 }
 
 // NewController returns a controller fed by the given informers. It must be
-// called before the informers are started: it adds handlers and indexes.
+// called before the informers are started: it sets what their caches keep
+// (contract.TrimForCache) and adds handlers and indexes.
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
@@ -135,7 +136,6 @@ func NewController(
 	controller := &Controller{
 		kubeclientset:      kubeclientset,
 		sampleclientset:    sampleclientset,
-		deploymentsLister:  deploymentInformer.Lister(),
 		deploymentsIndexer: deploymentInformer.Informer().GetIndexer(),
 		deploymentsSynced:  deploymentInformer.Informer().HasSynced,
 		foosLister:         fooInformer.Lister(),
@@ -145,6 +145,12 @@ func NewController(
 		recorder:           recorder,
 		events:             events,
 		eventWriter:        newEventWriter(events, &typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")}),
+	}
+	if err := deploymentInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
+		return nil, err
+	}
+	if err := fooInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
+		return nil, err
 	}
 	if err := controller.addEventHandlers(ctx, fooInformer.Informer(), deploymentInformer.Informer()); err != nil {
 		return nil, err
@@ -316,7 +322,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 
 // reconcileDeployment makes the Foo's Deployment what the Foo asks for and
 // returns it.
-func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
+func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
 		return nil, contract.InvalidSpecProblem(errs)
 	}

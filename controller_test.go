@@ -56,16 +56,17 @@ type fixture struct {
 	controller *Controller
 	recorder   *record.FakeRecorder
 
-	// Objects in the caches, trimmed as the informer transform trims them
+	// Objects in the caches as the informer transform keeps them
 	// (contract.TrimForCache); also on the fake API servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the
 	// label-filtered Deployment informer does not see.
 	uncachedDeployments []*appsv1.Deployment
-	// untrimmed caches complete objects, as if there were no informer
-	// transform.
-	untrimmed bool
+	// untrimmedFoos caches complete Foos, as if there were no informer
+	// transform. (Deployments are always cached as the controller reads
+	// them, as contract.CachedDeployment.)
+	untrimmedFoos bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -108,7 +109,8 @@ func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 
 // withSyncedStatus gives foo the status the controller writes for deployment.
 func withSyncedStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
-	foo.Status = contract.DesiredStatus(foo, deployment, contract.ReadyCondition(foo, deployment))
+	cached := contract.NewCachedDeployment(deployment)
+	foo.Status = contract.DesiredStatus(foo, cached, contract.ReadyCondition(foo, cached))
 	return foo
 }
 
@@ -147,11 +149,12 @@ func (f *fixture) newController(ctx context.Context) {
 	f.controller = c
 }
 
-// addToCache adds obj to a cache as the informer would: trimmed by the
-// informer transform, which trims in place (unless f.untrimmed).
+// addToCache adds obj to a cache as the informer would: through the informer
+// transform, which trims a Foo in place (unless f.untrimmedFoos) and keeps a
+// Deployment as a contract.CachedDeployment.
 func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 	f.t.Helper()
-	if !f.untrimmed {
+	if _, isFoo := obj.(*samplev1alpha1.Foo); !isFoo || !f.untrimmedFoos {
 		var err error
 		if obj, err = contract.TrimForCache(obj); err != nil {
 			f.t.Fatal(err)
@@ -721,12 +724,14 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 	waiting.Spec.DeploymentName = foo.Spec.DeploymentName
 	other := newFoo("other", 1)
 
-	owned := ownedDeployment(t, foo)
-	ownedByOther := owned.DeepCopy()
-	ownedByOther.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
-	ownedByOther.Name = "unrelated"
-	staleOwner := owned.DeepCopy()
-	staleOwner.OwnerReferences[0].UID = "an-older-foo"
+	// The handlers get Deployments as the cache keeps them.
+	d := ownedDeployment(t, foo)
+	owned := contract.NewCachedDeployment(d)
+	d.OwnerReferences[0].UID = "an-older-foo"
+	staleOwner := contract.NewCachedDeployment(d)
+	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
+	d.Name = "unrelated"
+	ownedByOther := contract.NewCachedDeployment(d)
 
 	for name, tc := range map[string]struct {
 		handle func(c *Controller)
@@ -739,10 +744,6 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 		}, []string{"test", "waiting"}},
 		"owned by other kind": {func(c *Controller) { c.enqueueControllingFoo(ownedByOther) }, nil},
 		"stale owner UID":     {func(c *Controller) { c.enqueueControllingFoo(staleOwner) }, nil},
-		"same resourceVersion": {func(c *Controller) {
-			// What a periodic resync delivers: nothing to do.
-			c.deploymentsIndexer.Update(owned)
-		}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

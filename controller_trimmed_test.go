@@ -34,12 +34,14 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// A sync decides the same over the trimmed caches as over complete objects:
-// the same API calls, with the same bodies, the same events and the same
-// error. So the informer transform keeps every field a sync reads. The
-// objects carry what a cluster adds (served), so that the trim has
-// something to drop; the expected writes are written out so that each case
-// is known to reach the decision it is named for.
+// A sync decides the same over trimmed Foos as over complete ones: the same
+// API calls, with the same bodies, the same events and the same error. So
+// the informer transform keeps every field of a Foo a sync reads. (A
+// Deployment is always cached as a contract.CachedDeployment, which has no
+// other fields to read; here each case shows that its decision, written out,
+// is reached from the CachedDeployment of a Deployment as a cluster serves
+// it.) The objects carry what a cluster adds (served), so that the trim has
+// something to drop.
 func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 	for name, tc := range map[string]struct {
 		setup      func(t *testing.T, f *fixture) *samplev1alpha1.Foo
@@ -175,10 +177,10 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			complete := syncOutcomeOf(t, tc.setup, true)
 			trimmed := syncOutcomeOf(t, tc.setup, false)
 			if strings.Join(complete.writes, "; ") != strings.Join(tc.wantWrites, "; ") {
-				t.Errorf("over complete objects the sync wrote %q, want %q", complete.writes, tc.wantWrites)
+				t.Errorf("over complete Foos the sync wrote %q, want %q", complete.writes, tc.wantWrites)
 			}
 			if diff := complete.diff(trimmed); diff != "" {
-				t.Errorf("the sync decided differently over the trimmed cache:\n%s", diff)
+				t.Errorf("the sync decided differently over trimmed Foos:\n%s", diff)
 			}
 		})
 	}
@@ -200,7 +202,7 @@ func (a syncOutcome) diff(b syncOutcome) string {
 		a, b []string
 	}{{"API calls", a.calls, b.calls}, {"events", a.events, b.events}, {"error", []string{a.err}, []string{b.err}}} {
 		if strings.Join(part.a, "\n") != strings.Join(part.b, "\n") {
-			out = append(out, fmt.Sprintf("%s, complete objects:\n  %s\n%s, trimmed cache:\n  %s",
+			out = append(out, fmt.Sprintf("%s, complete Foos:\n  %s\n%s, trimmed Foos:\n  %s",
 				part.name, strings.Join(part.a, "\n  "), part.name, strings.Join(part.b, "\n  ")))
 		}
 	}
@@ -209,10 +211,10 @@ func (a syncOutcome) diff(b syncOutcome) string {
 
 // syncOutcomeOf sets up a fixture with served objects, caches them complete
 // or trimmed, syncs the Foo setup returns once and reports what it did.
-func syncOutcomeOf(t *testing.T, setup func(*testing.T, *fixture) *samplev1alpha1.Foo, untrimmed bool) syncOutcome {
+func syncOutcomeOf(t *testing.T, setup func(*testing.T, *fixture) *samplev1alpha1.Foo, untrimmedFoos bool) syncOutcome {
 	t.Helper()
 	f := newFixture(t)
-	f.untrimmed = untrimmed
+	f.untrimmedFoos = untrimmedFoos
 	foo := setup(t, f)
 	for _, o := range f.foos {
 		servedFoo(o)

@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -41,18 +42,18 @@ import (
 // controller owns as contract.DesiredDeployment says, and returns it. A Deployment of that
 // name that the Foo does not control is never modified: that is a problem
 // to report.
-func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
+func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	desired := contract.DesiredDeployment(foo)
-	deployment, err := c.deploymentsLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
+	deployment, err := c.cachedDeployment(foo.Namespace, foo.Spec.DeploymentName)
 	if apierrors.IsNotFound(err) {
-		var created *appsv1.Deployment
+		var created *contract.CachedDeployment
 		if created, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
 			return created, err
 		}
 		// The name is taken by a Deployment the cache does not hold: one
 		// without the managed-by label (someone else's, or ours with the
 		// label removed by hand). The API server's copy says whose it is.
-		deployment, err = c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{})
+		deployment, err = c.getDeployment(ctx, foo.Namespace, foo.Spec.DeploymentName)
 	}
 	if err != nil {
 		return nil, err
@@ -63,10 +64,33 @@ func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.F
 	return c.repairDeployment(ctx, foo, desired, deployment)
 }
 
+// cachedDeployment returns the cached Deployment of that name, or a NotFound
+// error, as a lister would.
+func (c *Controller) cachedDeployment(namespace, name string) (*contract.CachedDeployment, error) {
+	obj, exists, err := c.deploymentsIndexer.GetByKey(cache.NewObjectName(namespace, name).String())
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(appsv1.Resource("deployments"), name)
+	}
+	return obj.(*contract.CachedDeployment), nil
+}
+
+// getDeployment reads a Deployment from the API server, and keeps of it what
+// the cache would: the controller judges every Deployment by the same fields.
+func (c *Controller) getDeployment(ctx context.Context, namespace, name string) (*contract.CachedDeployment, error) {
+	deployment, err := c.kubeclientset.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return contract.NewCachedDeployment(deployment), nil
+}
+
 // createDeployment creates the desired Deployment. A plain create, not an
 // apply: an apply would take over a Deployment of that name that the cache
 // cannot see because it lacks our label.
-func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration) (*contract.CachedDeployment, error) {
 	deployment, err := contract.DeploymentObject(desired)
 	if err != nil {
 		return nil, err
@@ -78,12 +102,12 @@ func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.F
 	}
 	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
 	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %s", created.Name)
-	return created, nil
+	return contract.NewCachedDeployment(created), nil
 }
 
 // repairDeployment applies the desired state to the Foo's own Deployment when
 // it differs in a field the controller owns.
-func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration, deployment *appsv1.Deployment) (*appsv1.Deployment, error) {
+func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment) (*contract.CachedDeployment, error) {
 	drift := contract.Drift(desired, deployment)
 	if len(drift) == 0 {
 		return deployment, nil
@@ -103,7 +127,7 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
 	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
-	return applied, nil
+	return contract.NewCachedDeployment(applied), nil
 }
 
 // deleteStaleDeployments deletes the Deployments the Foo controls under a
@@ -114,7 +138,7 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 		return err
 	}
 	for _, obj := range owned {
-		deployment := obj.(*appsv1.Deployment)
+		deployment := obj.(*contract.CachedDeployment)
 		if deployment.Name == foo.Spec.DeploymentName {
 			continue
 		}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
 // A Deployment event can reach the controller before the watch delivers its
@@ -61,13 +62,13 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
 	available.ResourceVersion = "5"
-	f.controller.deploymentsIndexer.Update(available)
+	f.controller.deploymentsIndexer.Update(contract.NewCachedDeployment(available))
 	f.client.ClearActions()
 	if err := f.controller.syncHandler(ctx, key); !errors.Is(err, errCacheBehindOwnWrite) || apierrors.IsConflict(err) {
 		t.Fatalf("sync on a cache behind our write: error %v, want errCacheBehindOwnWrite (and no made-up conflict)", err)
 	}
 	before := reconcileCount(t, "deferred")
-	f.controller.onDeploymentUpdate(d, available)
+	f.controller.onDeploymentUpdate(contract.NewCachedDeployment(d), contract.NewCachedDeployment(available))
 	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
 	if n := q.NumRequeues(key); n != 0 {

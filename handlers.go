@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -98,7 +97,7 @@ func (c *Controller) onDeploymentAdd(obj interface{}, isInInitialList bool) {
 }
 
 func (c *Controller) onDeploymentUpdate(old, new interface{}) {
-	if old.(*appsv1.Deployment).ResourceVersion == new.(*appsv1.Deployment).ResourceVersion {
+	if old.(*contract.CachedDeployment).ResourceVersion == new.(*contract.CachedDeployment).ResourceVersion {
 		// A periodic resync delivers the same object again; the Foo
 		// handler's resync already covers it.
 		return

@@ -43,7 +43,6 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/leader"
@@ -164,17 +163,15 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
-	// grow with the cluster's other Deployments; cache only the fields of
-	// each Foo and Deployment the controller reads (contract.TrimForCache).
+	// grow with the cluster's other Deployments. (NewController makes the
+	// caches keep only the fields the controller reads.)
 	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
 		kubeinformers.WithNamespace(o.namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
-		}),
-		kubeinformers.WithTransform(contract.TrimForCache))
+		}))
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
-		informers.WithNamespace(o.namespace),
-		informers.WithTransform(contract.TrimForCache))
+		informers.WithNamespace(o.namespace))
 
 	controller, err := NewController(ctx, kubeClient, sampleClient,
 		kubeInformerFactory.Apps().V1().Deployments(),

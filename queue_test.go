@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
 func key(name string) cache.ObjectName { return cache.ObjectName{Namespace: "default", Name: name} }
@@ -157,9 +159,11 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 	foo := newFoo("test", 1)
 	newGeneration := foo.DeepCopy()
 	newGeneration.Generation++
-	d := ownedDeployment(t, foo)
-	changed := d.DeepCopy()
-	changed.ResourceVersion = "2"
+	// The handlers get Deployments as the cache keeps them.
+	served := ownedDeployment(t, foo)
+	d := contract.NewCachedDeployment(served)
+	served.ResourceVersion = "2"
+	changed := contract.NewCachedDeployment(served)
 	for name, tc := range map[string]struct {
 		handle         func(c *Controller)
 		fresh, backlog int

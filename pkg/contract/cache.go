@@ -18,12 +18,17 @@ package contract
 
 import (
 	"maps"
-	"unique"
+	"slices"
+	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
@@ -36,49 +41,48 @@ import (
 // last-applied-configuration alone repeats the whole object), the pod
 // template beyond labels and container images, the reasons, messages and
 // timestamps of the Deployment's conditions. TrimForCache, the informer
-// transform installed in main.go, trims each object to the fields the
+// transform installed by NewController, trims each object to the fields the
 // controller reads before the object enters the cache and reaches the event
 // handlers.
 //
 // It is an allow-list: a field not kept below reads as its zero value
 // everywhere the controller looks at a cached object (listers, indexes,
 // event handlers). Code that starts reading another field of a cached Foo
-// or Deployment must add it here first; the tests in cache_test.go compare
-// the drift check, the status and the event reference computed from trimmed
-// and from complete objects. Objects the controller gets from the API
-// directly (the result of a create or an apply, a GET) are complete.
+// must add it to trimFoo first; the tests in cache_test.go compare the status
+// and the event reference computed from trimmed and from complete Foos.
+// Deployments are cached as a type of their own, CachedDeployment, which has
+// no field the controller does not read: code cannot read what the cache
+// lacks, it does not compile. Objects the controller gets from the API
+// directly (the result of a create or an apply, a GET) are complete; a
+// Deployment among them is read through NewCachedDeployment too, so the
+// controller judges every Deployment by the same few fields.
 //
-// The transform trims the object it is given, in place, rather than build a
-// copy. client-go allows it: since 1.27 the transform sees each object before
-// anyone else holds it. And memory asks for it: the initial sync (a
-// watch-list stream) passes every object through the transform twice, once
-// into a temporary store and again when that store's whole content replaces
-// the informer's, so a copying transform would hold two copies of every
-// object at that moment (docs/performance.md has the measurement). Each
-// object is still rebuilt from an allow-list of its own fields, so whatever a
-// newer API version adds is dropped by default, and trimming a trimmed object
-// changes nothing, as client-go requires of a transform that may see an
-// object twice. Most kept
-// strings and slices are the decoded object's own; the decoders copy them out
-// of the response buffer, so nothing else stays reachable.
+// Each object is rebuilt from an allow-list of its own fields, so whatever a
+// newer API version adds is dropped by default, and a trimmed object passes
+// through unchanged, as client-go requires of a transform that may see an
+// object twice (the initial sync of a watch-list stream passes every object
+// through it once into a temporary store and again when that store's whole
+// content replaces the informer's).
 //
-// Rebuilding into a fresh appsv1.Deployment instead would save nothing: the
-// struct is 1,232 bytes whatever it holds (the pod template is inline), and
-// the decoded one becomes garbage only to be replaced by one as large
-// (BenchmarkCachedBytesPerDeployment measured 3,296 bytes per Deployment
-// both ways). What does pay is sharing: a Deployment's label maps are
-// rebuilt from canonical strings, and its selector and pod template share
-// one map: 2,790 bytes.
+// A Foo is trimmed in place rather than copied: its Go type is its size, and a
+// copy would only double the objects alive during the initial sync. A
+// Deployment is not: an appsv1.Deployment is 1,232 bytes whatever it holds
+// (the pod template is inline), and its labels are maps of some 300 bytes
+// each however few they hold. Trimmed in place and with shared, interned
+// label maps, a cached Deployment kept 2,790 bytes; a CachedDeployment keeps
+// a fraction of that (BenchmarkCachedBytesPerDeployment; docs/performance.md
+// has the figures).
 
-// TrimForCache is the informer transform of both informer factories: it
-// trims a Deployment or a Foo; anything else, such as a
-// cache.DeletedFinalStateUnknown tombstone (whose object was trimmed when it
-// entered the cache), passes through unchanged.
+// TrimForCache is the informer transform of both informers, installed by
+// NewController: it turns a Deployment into its CachedDeployment and trims a
+// Foo; anything else, a CachedDeployment or a cache.DeletedFinalStateUnknown
+// tombstone (whose object was trimmed when it entered the cache) among them,
+// passes through unchanged.
 func TrimForCache(obj interface{}) (interface{}, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		if o != nil {
-			return trimDeployment(o), nil
+			return NewCachedDeployment(o), nil
 		}
 	case *samplev1alpha1.Foo:
 		if o != nil {
@@ -88,57 +92,141 @@ func TrimForCache(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// trimDeployment trims a Deployment, in place, to what the controller reads:
-//   - name and namespace: the cache key, deletes, log lines and event
-//     messages;
-//   - uid: the precondition of deleting a stale Deployment;
-//   - resourceVersion: onDeploymentUpdate tells a resync from a change by it;
-//   - generation and status.observedGeneration: whether the deployment
-//     controller has seen the latest spec (ReadyCondition);
-//   - labels: drift of the controller's labels (Drift);
-//   - the controller reference (the owner reference with controller=true,
-//     without blockOwnerDeletion): which Foo controls the Deployment (the
-//     event handlers, the controller-UID index, IsControlledBy);
-//   - spec.replicas, spec.selector.matchLabels, the pod template's labels,
-//     and the name and image of each container: everything Drift
-//     compares;
-//   - status.replicas, updatedReplicas, availableReplicas, and the type and
-//     status of the Progressing condition: what ReadyCondition and
-//     DesiredStatus report.
-func trimDeployment(d *appsv1.Deployment) *appsv1.Deployment {
-	selector := d.Spec.Selector
-	podLabels := interned(d.Spec.Template.Labels)
-	if selector != nil {
-		selector.MatchExpressions = nil
-		selector.MatchLabels = sharedIfEqual(interned(selector.MatchLabels), podLabels)
+// CachedDeployment is what the Deployment cache holds of a managed
+// Deployment: the fields the controller reads, and nothing else.
+type CachedDeployment struct {
+	// ObjectMeta keeps the name and namespace (the cache key, deletes, log
+	// lines and event messages), the uid (the precondition of deleting a
+	// stale Deployment), the resourceVersion (the precondition of a repair;
+	// onDeploymentUpdate tells a resync from a change by it), the generation
+	// (has the deployment controller seen the latest spec?) and the
+	// controller reference alone among the owner references (which Foo
+	// controls the Deployment: the event handlers, the controller-UID index,
+	// metav1.IsControlledBy). Its Labels stay empty: OwnedLabels has what is
+	// read of them. Embedding it makes a CachedDeployment a metav1.Object,
+	// which the informer's keys and tombstones need.
+	metav1.ObjectMeta
+
+	// OwnedLabels are the Deployment's labels among those the controller
+	// sets on it: Drift compares them.
+	OwnedLabels Labels
+	// Replicas is spec.replicas.
+	Replicas *int32
+	// Selector is spec.selector.matchLabels, all of them: Drift wants
+	// exactly the Foo's pod labels there. Match expressions are not read.
+	Selector Labels
+	// TemplateLabels are the pod template's labels among those the
+	// controller sets on it.
+	TemplateLabels Labels
+	// Containers are the name and image of each container of the pod
+	// template, in order: Drift looks up the controller's container by name
+	// among all of them and compares its image.
+	Containers []Container
+
+	Status CachedDeploymentStatus
+}
+
+// Container is a container of a pod template, by name and image.
+type Container struct {
+	Name, Image string
+}
+
+// CachedDeploymentStatus is what ReadyCondition and DesiredStatus read of a
+// Deployment's status.
+type CachedDeploymentStatus struct {
+	ObservedGeneration                           int64
+	Replicas, UpdatedReplicas, AvailableReplicas int32
+	// ProgressDeadlineExceeded says the deployment controller gave up on the
+	// rollout: its Progressing condition is False.
+	ProgressDeadlineExceeded bool
+}
+
+// ownedLabelKeys are the labels the controller sets on a Deployment and on
+// its pod template (DesiredDeployment): the only ones it reads.
+var ownedLabelKeys = []string{samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy}
+
+// NewCachedDeployment returns what the cache keeps of d. d is not modified,
+// and the result shares none of d's structs, maps or slices (only strings,
+// which the decoders allocate one by one), so d can be collected at once.
+func NewCachedDeployment(d *appsv1.Deployment) *CachedDeployment {
+	ref := controllerReferenceOnly(d.OwnerReferences)
+	// Within one Deployment the Foo's name recurs: in the controller
+	// reference and, as the controller label's value, in three label sets.
+	share := canonical
+	if len(ref) == 1 {
+		share = func(s string) string {
+			if s == ref[0].Name {
+				return ref[0].Name
+			}
+			return canonical(s)
+		}
 	}
-	*d = appsv1.Deployment{
+	cached := &CachedDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            d.Name,
-			Namespace:       unique.Make(d.Namespace).Value(),
+			Namespace:       canonicalNamespace(d.Namespace),
 			UID:             d.UID,
 			ResourceVersion: d.ResourceVersion,
 			Generation:      d.Generation,
-			Labels:          interned(d.Labels),
-			OwnerReferences: controllerReferenceOnly(d.OwnerReferences),
+			OwnerReferences: ref,
 		},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: d.Spec.Replicas,
-			Selector: selector,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       corev1.PodSpec{Containers: containerNamesAndImages(d.Spec.Template.Spec.Containers)},
-			},
-		},
-		Status: appsv1.DeploymentStatus{
-			ObservedGeneration: d.Status.ObservedGeneration,
-			Replicas:           d.Status.Replicas,
-			UpdatedReplicas:    d.Status.UpdatedReplicas,
-			AvailableReplicas:  d.Status.AvailableReplicas,
-			Conditions:         progressingCondition(d.Status.Conditions),
+		OwnedLabels:    labelsAmong(d.Labels, ownedLabelKeys, share),
+		TemplateLabels: labelsAmong(d.Spec.Template.Labels, ownedLabelKeys, share),
+		Containers:     namesAndImages(d.Spec.Template.Spec.Containers),
+		Status: CachedDeploymentStatus{
+			ObservedGeneration:       d.Status.ObservedGeneration,
+			Replicas:                 d.Status.Replicas,
+			UpdatedReplicas:          d.Status.UpdatedReplicas,
+			AvailableReplicas:        d.Status.AvailableReplicas,
+			ProgressDeadlineExceeded: progressDeadlineExceeded(d.Status.Conditions),
 		},
 	}
-	return d
+	if d.Spec.Replicas != nil {
+		cached.Replicas = ptr.To(*d.Spec.Replicas)
+	}
+	if d.Spec.Selector != nil {
+		// A managed Deployment's selector is its pod template's labels: one
+		// slice serves both.
+		cached.Selector = labelsAmong(d.Spec.Selector.MatchLabels, slices.Collect(maps.Keys(d.Spec.Selector.MatchLabels)), share)
+		if slices.Equal(cached.Selector, cached.TemplateLabels) {
+			cached.Selector = cached.TemplateLabels
+		}
+	}
+	return cached
+}
+
+// DeepCopy returns a copy of d that shares nothing mutable with it.
+func (d *CachedDeployment) DeepCopy() *CachedDeployment {
+	if d == nil {
+		return nil
+	}
+	out := *d
+	d.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if d.Replicas != nil {
+		out.Replicas = ptr.To(*d.Replicas)
+	}
+	out.OwnedLabels = slices.Clone(d.OwnedLabels)
+	out.TemplateLabels = slices.Clone(d.TemplateLabels)
+	out.Selector = slices.Clone(d.Selector)
+	out.Containers = slices.Clone(d.Containers)
+	return &out
+}
+
+// A CachedDeployment is a runtime.Object, as client-go expects of what an
+// informer caches: its cache mutation detector (KUBE_CACHE_MUTATION_DETECTOR)
+// copies each cached object to check that nobody modifies it, and its
+// watch-list consistency check (KUBE_WATCHLIST_INCONSISTENCY_DETECTOR)
+// compares the cache with a list. It has no kind of its own: it is never
+// sent to or decoded from the API server.
+
+// DeepCopyObject implements runtime.Object.
+func (d *CachedDeployment) DeepCopyObject() runtime.Object {
+	return d.DeepCopy()
+}
+
+// GetObjectKind implements runtime.Object.
+func (d *CachedDeployment) GetObjectKind() schema.ObjectKind {
+	return schema.EmptyObjectKind
 }
 
 // controllerReferenceOnly returns the owner reference metav1.GetControllerOf
@@ -148,65 +236,116 @@ func controllerReferenceOnly(refs []metav1.OwnerReference) []metav1.OwnerReferen
 	for _, ref := range refs {
 		if ref.Controller != nil && *ref.Controller {
 			return []metav1.OwnerReference{{
-				APIVersion: unique.Make(ref.APIVersion).Value(),
-				Kind:       unique.Make(ref.Kind).Value(),
+				APIVersion: canonical(ref.APIVersion),
+				Kind:       canonical(ref.Kind),
 				Name:       ref.Name,
 				UID:        ref.UID,
-				Controller: ref.Controller,
+				Controller: ptr.To(true),
 			}}
 		}
 	}
 	return nil
 }
 
-// containerNamesAndImages keeps each container's name and image, in order,
-// in the same slice: the drift check looks up the controller's container by
-// name among all of them and compares its image.
-func containerNamesAndImages(containers []corev1.Container) []corev1.Container {
+func namesAndImages(containers []corev1.Container) []Container {
+	out := make([]Container, len(containers))
 	for i, c := range containers {
-		containers[i] = corev1.Container{Name: unique.Make(c.Name).Value(), Image: unique.Make(c.Image).Value()}
-	}
-	return containers
-}
-
-// progressingCondition keeps the type and status of the first Progressing
-// condition, the only one deploymentTimedOut reads; its reason, message and
-// timestamps go.
-func progressingCondition(conditions []appsv1.DeploymentCondition) []appsv1.DeploymentCondition {
-	for _, c := range conditions {
-		if c.Type == appsv1.DeploymentProgressing {
-			return []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return nil
-}
-
-// interned returns labels with each key and value replaced by its
-// canonical copy (unique.Make): the label keys, and most values (the app,
-// managed-by), are the same in every managed Deployment, so the cache keeps
-// them once rather than once per Deployment. A value unique to one
-// Deployment (the Foo's name) costs an entry in unique's table instead of
-// nothing, but is shared by the three label maps of its Deployment.
-func interned(labels map[string]string) map[string]string {
-	if labels == nil {
-		return nil
-	}
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		out[unique.Make(k).Value()] = unique.Make(v).Value()
+		out[i] = Container{Name: canonical(c.Name), Image: canonical(c.Image)}
 	}
 	return out
 }
 
-// sharedIfEqual returns b when it holds the same labels as a, else a: the
-// selector and the pod template's labels of a managed Deployment are the
-// same, and one map serves both. Cached objects are read-only (client-go's
-// rule), so two fields may share a map.
-func sharedIfEqual(a, b map[string]string) map[string]string {
-	if a != nil && b != nil && maps.Equal(a, b) {
-		return b
+// progressDeadlineExceeded reports whether the first Progressing condition
+// is False.
+func progressDeadlineExceeded(conditions []appsv1.DeploymentCondition) bool {
+	for _, c := range conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			return c.Status == corev1.ConditionFalse
+		}
 	}
-	return a
+	return false
+}
+
+// Strings that every managed Deployment holds are kept once rather than once
+// per Deployment: the label keys, the values the controller sets but the
+// Foo's name, the container's name and image, the controller reference's
+// apiVersion and kind, and the namespace. (unique.Make would not do: its
+// table forgets a string once no unique.Handle to it is alive, at the next
+// collection, and the next Deployment would get a copy of its own.)
+var wellKnownStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{
+		samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy,
+		samplev1alpha1.ControllerName, ContainerName, ContainerImage, PodLabels(&samplev1alpha1.Foo{})[samplev1alpha1.LabelApp],
+		samplev1alpha1.SchemeGroupVersion.String(), "Foo",
+	} {
+		m[s] = s
+	}
+	return m
+}()
+
+// canonical returns the program's copy of a well-known string, else s.
+func canonical(s string) string {
+	if c, ok := wellKnownStrings[s]; ok {
+		return c
+	}
+	return s
+}
+
+// namespaces holds one copy of each namespace name seen. It only grows, by a
+// string per namespace that ever held a managed Deployment.
+var namespaces sync.Map
+
+func canonicalNamespace(ns string) string {
+	c, _ := namespaces.LoadOrStore(ns, ns)
+	return c.(string)
+}
+
+// Label is a label's key and value.
+type Label struct {
+	Key, Value string
+}
+
+// Labels are a few labels sorted by key. A slice costs 32 bytes a label; a
+// map costs some 300 bytes however few it holds.
+type Labels []Label
+
+// labelsAmong returns the labels whose keys are among keys, sorted by key,
+// each key and value passed through share (see canonical).
+func labelsAmong(labels map[string]string, keys []string, share func(string) string) Labels {
+	var out Labels
+	for _, k := range keys {
+		if v, ok := labels[k]; ok {
+			out = append(out, Label{Key: share(k), Value: share(v)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Label) int { return strings.Compare(a.Key, b.Key) })
+	return slices.Clip(out)
+}
+
+// Get returns the value of the label key, and whether it is there.
+func (l Labels) Get(key string) (string, bool) {
+	for _, label := range l {
+		if label.Key == key {
+			return label.Value, true
+		}
+	}
+	return "", false
+}
+
+// Contain reports whether every wanted label is there with its value.
+func (l Labels) Contain(want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := l.Get(k); !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Equal reports whether l holds exactly the labels of m.
+func (l Labels) Equal(m map[string]string) bool {
+	return len(l) == len(m) && l.Contain(m)
 }
 
 // trimFoo trims a Foo, in place, to what the controller reads:
@@ -277,7 +416,7 @@ func indexFooByDeploymentName(obj interface{}) ([]string, error) {
 }
 
 func indexDeploymentByControllingFoo(obj interface{}) ([]string, error) {
-	deployment, ok := obj.(*appsv1.Deployment)
+	deployment, ok := obj.(*CachedDeployment)
 	if !ok {
 		return nil, nil
 	}

@@ -38,9 +38,11 @@ import (
 
 // How much memory the caches keep per object: the benchmarks decode
 // cachedObjects Deployments (protobuf, as the controller's client receives
-// them) or Foos (JSON), run each through TrimForCache as the informer does,
-// hold the results as a store would, and report the live heap that grew,
-// after a collection, per object. They report; they assert nothing. Run:
+// them) or Foos (JSON), run each through TrimForCache as the informer does
+// (a Deployment becomes its CachedDeployment, the decoded Deployment
+// garbage; a Foo is trimmed in place), hold the results as a store would,
+// and report the live heap that grew, after a collection, per object. They
+// report; they assert nothing. Run:
 //
 //	go test -run '^$' -bench CachedBytes -benchtime 1x ./pkg/contract
 //
@@ -74,8 +76,9 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer())
 }
 
-// reportCachedBytes decodes and trims every encoded object b.N times and
-// reports the live heap kept per object.
+// reportCachedBytes decodes every encoded object and runs it through
+// TrimForCache, b.N times, and reports the live heap kept per object: what
+// the transform returns, and whatever of the decoded object it still holds.
 func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder) {
 	var perObject float64
 	for range b.N {

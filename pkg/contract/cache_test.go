@@ -120,15 +120,19 @@ func completeFoo(t *testing.T, name string, replicas int32) *samplev1alpha1.Foo 
 	return foo
 }
 
-// trimmedDeployment runs the informer transform on a copy of a Deployment
-// (it trims in place).
-func trimmedDeployment(t *testing.T, d *appsv1.Deployment) *appsv1.Deployment {
+// cachedDeployment runs a Deployment through the informer transform, which
+// turns it into what the cache keeps of it.
+func cachedDeployment(t *testing.T, d *appsv1.Deployment) *CachedDeployment {
 	t.Helper()
-	out, err := TrimForCache(d.DeepCopy())
+	out, err := TrimForCache(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.(*appsv1.Deployment)
+	cached, ok := out.(*CachedDeployment)
+	if !ok {
+		t.Fatalf("the transform turned a Deployment into a %T, want a *CachedDeployment", out)
+	}
+	return cached
 }
 
 // trimmedFoo runs the informer transform on a copy of a Foo (it trims in
@@ -142,24 +146,29 @@ func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 	return out.(*samplev1alpha1.Foo)
 }
 
-// The drift check finds the same drift, or none, in the cached copy of a
-// Deployment as in the Deployment itself.
-func TestTrimmedDeploymentDriftsLikeTheOriginal(t *testing.T) {
+// The drift check, on what the cache keeps of a Deployment as the cluster
+// serves it, finds drift in exactly the fields the controller owns: what
+// others add (labels, annotations, a sidecar, match expressions, a strategy)
+// never counts.
+func TestCachedDeploymentDrift(t *testing.T) {
 	foo := newFoo("test", 3)
 	for name, tc := range map[string]struct {
 		mutate func(*appsv1.Deployment)
 		want   string
 	}{
-		"in sync":                {func(*appsv1.Deployment) {}, ""},
-		"replicas changed":       {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, "replicas"},
-		"replicas unset":         {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
-		"managed-by label gone":  {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, "labels"},
-		"controller label wrong": {func(d *appsv1.Deployment) { d.Labels[samplev1alpha1.LabelController] = "other" }, "labels"},
-		"selector changed":       {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
-		"selector unset":         {func(d *appsv1.Deployment) { d.Spec.Selector = nil }, "selector"},
-		"template label gone":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplev1alpha1.LabelApp) }, "template labels"},
-		"image changed":          {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, "container nginx"},
-		"container renamed":      {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, "container nginx"},
+		"in sync":                  {func(*appsv1.Deployment) {}, ""},
+		"replicas changed":         {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, "replicas"},
+		"replicas unset":           {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
+		"managed-by label gone":    {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, "labels"},
+		"controller label wrong":   {func(d *appsv1.Deployment) { d.Labels[samplev1alpha1.LabelController] = "other" }, "labels"},
+		"selector changed":         {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
+		"selector label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) }, "selector"},
+		"selector value wrong":     {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" }, "selector"},
+		"selector unset":           {func(d *appsv1.Deployment) { d.Spec.Selector = nil }, "selector"},
+		"template label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplev1alpha1.LabelApp) }, "template labels"},
+		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "web" }, ""},
+		"image changed":            {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, "container nginx"},
+		"container renamed":        {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, "container nginx"},
 		"ours after the sidecar": {func(d *appsv1.Deployment) {
 			c := d.Spec.Template.Spec.Containers
 			c[0], c[1] = c[1], c[0]
@@ -173,100 +182,138 @@ func TestTrimmedDeploymentDriftsLikeTheOriginal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			desired := DesiredDeployment(foo)
-			complete := strings.Join(Drift(desired, d), ",")
-			trimmed := strings.Join(Drift(desired, trimmedDeployment(t, d)), ",")
-			if complete != tc.want {
-				t.Fatalf("the complete Deployment drifts in %q, want %q: the case tests something else", complete, tc.want)
-			}
-			if trimmed != complete {
-				t.Errorf("the trimmed Deployment drifts in %q, the complete one in %q", trimmed, complete)
+			if got := strings.Join(Drift(DesiredDeployment(foo), cachedDeployment(t, d)), ","); got != tc.want {
+				t.Errorf("drift %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-// The Ready condition and the status a Foo gets are the same from the cached
-// copy of its Deployment as from the Deployment itself.
-func TestTrimmedDeploymentGivesTheSameStatus(t *testing.T) {
+// The Ready condition and the status a Foo gets from what the cache keeps of
+// its Deployment, as the cluster serves it, follow the rollout the
+// deployment controller reports, and nothing else the Deployment holds.
+func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 	foo := completeFoo(t, "test", 3)
 	for name, tc := range map[string]struct {
-		mutate func(*appsv1.Deployment)
-		want   string // the Ready condition's message, from the complete Deployment
+		mutate              func(*appsv1.Deployment)
+		ready               metav1.ConditionStatus
+		reason, msg         string
+		replicas, available int32 // in the Foo's status
 	}{
-		"rolled out":            {func(*appsv1.Deployment) {}, "3 of 3 replicas available"},
-		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 4 }, "waiting for the deployment controller"},
-		"scaling up":            {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, "1 of 3 replicas updated"},
-		"old pods terminating":  {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, "1 old replicas pending termination"},
-		"not yet available":     {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, "2 of 3 replicas available"},
-		"no conditions yet":     {func(d *appsv1.Deployment) { d.Status.Conditions = nil }, "3 of 3 replicas available"},
+		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+			"Deployment test-deployment: 3 of 3 replicas available", 3, 3},
+		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: waiting for the deployment controller to observe the latest spec", 3, 3},
+		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 1 of 3 replicas updated", 3, 3},
+		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 1 old replicas pending termination", 4, 3},
+		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+			"Deployment test-deployment: 2 of 3 replicas available", 3, 2},
+		"no conditions yet": {func(d *appsv1.Deployment) { d.Status.Conditions = nil }, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+			"Deployment test-deployment: 3 of 3 replicas available", 3, 3},
 		"progress deadline exceeded": {func(d *appsv1.Deployment) {
 			d.Status.AvailableReplicas = 0
 			d.Status.Conditions[1].Status = corev1.ConditionFalse
 			d.Status.Conditions[1].Reason = "ProgressDeadlineExceeded"
-		}, "rollout exceeded its progress deadline"},
+		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 0},
 		"progress deadline exceeded, conditions reordered": {func(d *appsv1.Deployment) {
 			c := d.Status.Conditions
 			c[1].Status = corev1.ConditionFalse
 			c[0], c[1] = c[1], c[0]
 			d.Status.Conditions = append(c, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue})
-		}, "rollout exceeded its progress deadline"},
+		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 3},
+		"not available, progressing": {func(d *appsv1.Deployment) {
+			d.Status.AvailableReplicas = 0
+			d.Status.Conditions[0].Status = corev1.ConditionFalse
+		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: 0 of 3 replicas available", 3, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			trimmed := trimmedDeployment(t, d)
+			cached := cachedDeployment(t, d)
 
-			complete := ReadyCondition(foo, d)
-			if !strings.Contains(complete.Message, tc.want) {
-				t.Fatalf("the complete Deployment gives %q, want %q: the case tests something else", complete.Message, tc.want)
+			want := metav1.Condition{Type: samplev1alpha1.ConditionReady, Status: tc.ready, Reason: tc.reason, Message: tc.msg}
+			ready := ReadyCondition(foo, cached)
+			if ready != want {
+				t.Errorf("Ready condition:\n%s", diff.Diff(want, ready))
 			}
-			if got := ReadyCondition(foo, trimmed); got != complete {
-				t.Errorf("Ready condition from the trimmed Deployment:\n%+v\nfrom the complete one:\n%+v", got, complete)
+			wantStatus := samplev1alpha1.FooStatus{
+				AvailableReplicas:  tc.available,
+				Replicas:           tc.replicas,
+				Selector:           "app=nginx,controller=test",
+				ObservedGeneration: 3,
+				Conditions: []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: tc.ready, ObservedGeneration: 3,
+					Reason: tc.reason, Message: tc.msg}},
 			}
-			// New conditions are stamped with the time of the call.
-			want := DesiredStatus(foo, d, complete)
-			if got := DesiredStatus(foo, trimmed, ReadyCondition(foo, trimmed)); !EqualIgnoringTransitionTimes(got, want) {
-				t.Errorf("status from the trimmed Deployment differs:\n%s", diff.Diff(want, got))
+			// A changed condition is stamped with the time of the call.
+			if got := DesiredStatus(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
+				t.Errorf("status:\n%s", diff.Diff(wantStatus, got))
 			}
 		})
 	}
 }
 
-// Which Foo controls a Deployment, if any, reads the same on the cached copy:
-// for the event handlers, the controller-UID index, the ownership check and
-// the problem reported when the name is taken.
-func TestTrimmedDeploymentKeepsItsController(t *testing.T) {
+// Which Foo controls a Deployment, if any, reads from what the cache keeps
+// of it: for the event handlers, the controller-UID index, the ownership
+// check and the problem reported when the name is taken. The cache keeps the
+// controller reference alone, without blockOwnerDeletion, and the
+// Deployment's key.
+func TestCachedDeploymentKeepsItsController(t *testing.T) {
 	foo := newFoo("test", 1)
-	for name, mutate := range map[string]func(*appsv1.Deployment){
-		"controlled by the Foo, among other owners": func(*appsv1.Deployment) {},
-		"controlled by another Foo": func(d *appsv1.Deployment) {
+	for name, tc := range map[string]struct {
+		mutate     func(*appsv1.Deployment)
+		owners     []metav1.OwnerReference // kept in the cache
+		controlled bool                    // by foo
+		indexed    []string                // under the controller-UID index
+		owner      string                  // named when the name is taken
+	}{
+		"controlled by the Foo, among other owners": {func(*appsv1.Deployment) {},
+			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo", Name: "test", UID: "uid-test", Controller: ptr.To(true)}},
+			true, []string{"uid-test"}, `Foo "test"`},
+		"controlled by another Foo": {func(d *appsv1.Deployment) {
 			d.OwnerReferences[1].Name, d.OwnerReferences[1].UID = "other", "uid-other"
 		},
-		"controlled by a ReplicaSet": func(d *appsv1.Deployment) {
-			d.OwnerReferences[1] = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "uid-x", Controller: ptr.To(true)}
+			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo", Name: "other", UID: "uid-other", Controller: ptr.To(true)}},
+			false, []string{"uid-other"}, `Foo "other"`},
+		"controlled by a ReplicaSet": {func(d *appsv1.Deployment) {
+			d.OwnerReferences[1] = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "uid-x",
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 		},
-		"owned, not controlled": func(d *appsv1.Deployment) { d.OwnerReferences[1].Controller = nil },
-		"no owner":              func(d *appsv1.Deployment) { d.OwnerReferences = nil },
+			[]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "uid-x", Controller: ptr.To(true)}},
+			false, nil, "no Foo"},
+		"owned, not controlled":   {func(d *appsv1.Deployment) { d.OwnerReferences[1].Controller = nil }, nil, false, nil, "no Foo"},
+		"owned, controller false": {func(d *appsv1.Deployment) { d.OwnerReferences[1].Controller = ptr.To(false) }, nil, false, nil, "no Foo"},
+		"no owner":                {func(d *appsv1.Deployment) { d.OwnerReferences = nil }, nil, false, nil, "no Foo"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
-			mutate(d)
-			trimmed := trimmedDeployment(t, d)
+			tc.mutate(d)
+			cached := cachedDeployment(t, d)
 
-			if got, want := metav1.IsControlledBy(trimmed, foo), metav1.IsControlledBy(d, foo); got != want {
-				t.Errorf("controlled by the Foo: %v for the trimmed Deployment, %v for the complete one", got, want)
+			if !reflect.DeepEqual(cached.OwnerReferences, tc.owners) {
+				t.Errorf("owner references:\n%s", diff.Diff(tc.owners, cached.OwnerReferences))
 			}
-			got, _ := DeploymentIndexers()[DeploymentByControllingFoo](trimmed)
-			want, _ := DeploymentIndexers()[DeploymentByControllingFoo](d)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("indexed under %q, the complete one under %q", got, want)
+			if got := metav1.IsControlledBy(cached, foo); got != tc.controlled {
+				t.Errorf("controlled by the Foo: %v, want %v", got, tc.controlled)
 			}
-			if got, want := NameTakenProblem(trimmed).Message, NameTakenProblem(d).Message; got != want {
-				t.Errorf("name taken: %q, the complete one %q", got, want)
+			got, err := DeploymentIndexers()[DeploymentByControllingFoo](cached)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got, want := cache.MetaObjectToName(trimmed), cache.MetaObjectToName(d); got != want {
-				t.Errorf("cache key %v, want %v", got, want)
+			if !reflect.DeepEqual(got, tc.indexed) {
+				t.Errorf("indexed under %q, want %q", got, tc.indexed)
+			}
+			want := `Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by ` + tc.owner + ")"
+			if got := NameTakenProblem(cached).Message; got != want {
+				t.Errorf("name taken: %q, want %q", got, want)
+			}
+			key, err := cache.MetaNamespaceKeyFunc(cached)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if key != "default/test-deployment" {
+				t.Errorf("cache key %q, want %q", key, "default/test-deployment")
 			}
 		})
 	}
@@ -292,7 +339,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t, "test", 3)
-			d := completeDeployment(t, foo)
+			d := NewCachedDeployment(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
@@ -338,57 +385,124 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	}
 }
 
-// The cache keeps of a Deployment exactly the fields the controller reads:
-// no annotations, managedFields, timestamps, other owners, pod template
-// beyond labels and container names and images, condition details.
-func TestTrimmedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
-	foo := newFoo("test", 3)
-	labels := map[string]string{
-		samplev1alpha1.LabelApp:        "nginx",
-		samplev1alpha1.LabelController: "test",
-	}
-	want := &appsv1.Deployment{
+// cachedCompleteDeployment is what the cache keeps of
+// completeDeployment(t, newFoo("test", 3)).
+func cachedCompleteDeployment() *CachedDeployment {
+	podLabels := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}}
+	return &CachedDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            "test-deployment",
-			Namespace:       metav1.NamespaceDefault,
+			Namespace:       "default",
 			UID:             "uid-test-deployment",
 			ResourceVersion: "7",
 			Generation:      3,
-			Labels: map[string]string{
-				samplev1alpha1.LabelApp:        "nginx",
-				samplev1alpha1.LabelController: "test",
-				samplev1alpha1.LabelManagedBy:  samplev1alpha1.ControllerName,
-				"team":                         "payments",
-			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: samplev1alpha1.SchemeGroupVersion.String(),
+				APIVersion: "samplecontroller.k8s.io/v1alpha1",
 				Kind:       "Foo",
 				Name:       "test",
 				UID:        "uid-test",
 				Controller: ptr.To(true),
 			}},
 		},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{
-					{Name: ContainerName, Image: ContainerImage},
-					{Name: "log-shipper", Image: "fluent-bit:3"},
-				}},
-			},
+		OwnedLabels: Labels{
+			{Key: "app", Value: "nginx"},
+			{Key: "app.kubernetes.io/managed-by", Value: "sample-controller"},
+			{Key: "controller", Value: "test"},
 		},
-		Status: appsv1.DeploymentStatus{
+		Replicas:       ptr.To[int32](3),
+		Selector:       podLabels,
+		TemplateLabels: podLabels,
+		Containers: []Container{
+			{Name: "nginx", Image: "nginx:latest"},
+			{Name: "log-shipper", Image: "fluent-bit:3"},
+		},
+		Status: CachedDeploymentStatus{
 			ObservedGeneration: 3,
 			Replicas:           3,
 			UpdatedReplicas:    3,
 			AvailableReplicas:  3,
-			Conditions:         []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue}},
 		},
 	}
-	if got := trimmedDeployment(t, completeDeployment(t, foo)); !reflect.DeepEqual(got, want) {
-		t.Errorf("trimmed Deployment:\n%s", diff.Diff(want, got))
+}
+
+// The cache keeps of a Deployment exactly the fields the controller reads,
+// its own labels sorted by key: no TypeMeta, annotations, managedFields,
+// timestamps, finalizers, other teams' labels, other owners,
+// blockOwnerDeletion, match expressions, strategy, pod template beyond its
+// owned labels and the containers' names and images, condition details.
+func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
+	d := completeDeployment(t, newFoo("test", 3))
+	want := cachedCompleteDeployment()
+	if got := NewCachedDeployment(d); !reflect.DeepEqual(got, want) {
+		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
+	}
+	if got := cachedDeployment(t, completeDeployment(t, newFoo("test", 3))); !reflect.DeepEqual(got, want) {
+		t.Errorf("the transform's cached Deployment:\n%s", diff.Diff(want, got))
+	}
+}
+
+// NewCachedDeployment, and so the transform, leaves the Deployment it is
+// given as it was: it may be shared (a tombstone's, a client's), and no
+// caller expects it trimmed.
+func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
+	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
+		"NewCachedDeployment": func(_ *testing.T, d *appsv1.Deployment) { NewCachedDeployment(d) },
+		"TrimForCache":        func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := completeDeployment(t, newFoo("test", 3))
+			before := d.DeepCopy()
+			build(t, d)
+			if !reflect.DeepEqual(d, before) {
+				t.Errorf("the Deployment was modified:\n%s", diff.Diff(before, d))
+			}
+		})
+	}
+}
+
+// A CachedDeployment shares no map, slice or pointer with the Deployment it
+// was built from: changing the Deployment afterwards leaves it as it was
+// (and the Deployment can be collected as soon as it is built).
+func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
+	d := completeDeployment(t, newFoo("test", 3))
+	cached := NewCachedDeployment(d)
+
+	*d.Spec.Replicas = 9
+	*d.OwnerReferences[1].Controller = false
+	d.OwnerReferences[1].Name = "changed"
+	d.Labels[samplev1alpha1.LabelApp] = "changed"
+	d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "changed"
+	d.Spec.Template.Labels[samplev1alpha1.LabelApp] = "changed"
+	d.Spec.Template.Spec.Containers[0].Image = "changed"
+	d.Status.Conditions[1].Status = corev1.ConditionFalse
+	d.Status.AvailableReplicas = 0
+
+	if want := cachedCompleteDeployment(); !reflect.DeepEqual(cached, want) {
+		t.Errorf("the cached Deployment changed with the Deployment:\n%s", diff.Diff(want, cached))
+	}
+}
+
+// A deep copy of a CachedDeployment (what client-go's cache mutation
+// detector makes of each cached object) shares nothing that can be changed
+// with the original.
+func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
+	cached := NewCachedDeployment(completeDeployment(t, newFoo("test", 3)))
+	var obj runtime.Object = cached
+	cp := obj.DeepCopyObject().(*CachedDeployment)
+	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
+		t.Fatalf("the copy differs:\n%s", diff.Diff(cachedCompleteDeployment(), cp))
+	}
+
+	*cp.Replicas = 9
+	cp.OwnerReferences[0].Name = "changed"
+	*cp.OwnerReferences[0].Controller = false
+	cp.OwnedLabels[0].Value = "changed"
+	cp.Selector[0].Value = "changed"
+	cp.TemplateLabels[1].Value = "changed"
+	cp.Containers[0].Image = "changed"
+
+	if want := cachedCompleteDeployment(); !reflect.DeepEqual(cached, want) {
+		t.Errorf("the original changed with its copy:\n%s", diff.Diff(want, cached))
 	}
 }
 
@@ -425,72 +539,81 @@ func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	}
 }
 
-// Trimming a trimmed object changes nothing: client-go may pass an object
-// through the transform twice (a watch-list's initial sync does).
+// Client-go may pass an object through the transform twice (a watch-list's
+// initial sync does): a CachedDeployment passes through as it is, the very
+// same object, and a trimmed Foo trims to itself.
 func TestTrimForCacheIsIdempotent(t *testing.T) {
 	foo := completeFoo(t, "test", 3)
 	withoutOwner := completeDeployment(t, foo)
 	withoutOwner.OwnerReferences = nil
-	for name, obj := range map[string]interface{ DeepCopyObject() runtime.Object }{
+	for name, d := range map[string]*appsv1.Deployment{
 		"Deployment":               completeDeployment(t, foo),
 		"Deployment without owner": withoutOwner,
-		"empty Deployment":         &appsv1.Deployment{},
-		"Foo":                      foo,
-		"empty Foo":                &samplev1alpha1.Foo{},
+		"empty Deployment":         {},
 	} {
 		t.Run(name, func(t *testing.T) {
-			once, err := TrimForCache(obj.DeepCopyObject())
+			once := cachedDeployment(t, d)
+			twice, err := TrimForCache(once)
 			if err != nil {
 				t.Fatal(err)
 			}
-			twice, err := TrimForCache(once.(runtime.Object).DeepCopyObject())
-			if err != nil {
-				t.Fatal(err)
+			if twice != once {
+				t.Errorf("the transform turned a CachedDeployment into %#v, want the same one", twice)
 			}
-			if !reflect.DeepEqual(once, twice) {
+			if want := NewCachedDeployment(d); !reflect.DeepEqual(once, want) {
+				t.Errorf("the transform modified the CachedDeployment:\n%s", diff.Diff(want, once))
+			}
+		})
+	}
+	for name, foo := range map[string]*samplev1alpha1.Foo{
+		"Foo":       foo,
+		"empty Foo": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			once := trimmedFoo(t, foo)
+			if twice := trimmedFoo(t, once); !reflect.DeepEqual(once, twice) {
 				t.Errorf("trimmed twice differs from trimmed once:\n%s", diff.Diff(once, twice))
 			}
 		})
 	}
 }
 
-// The transform trims the object it is given rather than return a copy: the
+// The transform trims a Foo it is given rather than return a copy: the
 // watch-list initial sync transforms every object twice while the first
 // results are still held, and copies would double the memory at that moment.
-func TestTrimForCacheTrimsInPlace(t *testing.T) {
+func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
 	foo := completeFoo(t, "test", 3)
-	d := completeDeployment(t, foo)
-	for name, obj := range map[string]metav1.Object{"Deployment": d, "Foo": foo} {
-		t.Run(name, func(t *testing.T) {
-			out, err := TrimForCache(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != obj {
-				t.Error("the transform returned a copy, not the object it was given")
-			}
-			if obj.GetAnnotations() != nil || obj.GetManagedFields() != nil {
-				t.Errorf("the object given was not trimmed: annotations %v, %d managedFields entries",
-					obj.GetAnnotations(), len(obj.GetManagedFields()))
-			}
-		})
+	out, err := TrimForCache(foo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != foo {
+		t.Error("the transform returned a copy, not the Foo it was given")
+	}
+	if foo.Annotations != nil || foo.ManagedFields != nil {
+		t.Errorf("the Foo given was not trimmed: annotations %v, %d managedFields entries", foo.Annotations, len(foo.ManagedFields))
 	}
 }
 
-// Anything but a Deployment or a Foo passes through unchanged, tombstones
-// included: their object was trimmed when it entered the cache.
+// Anything but a Deployment or a Foo passes through unchanged, a
+// CachedDeployment and tombstones included: their object was trimmed when
+// it entered the cache.
 func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, newFoo("test", 1))
-	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: d}
+	cached := NewCachedDeployment(d)
+	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
+	list := &appsv1.DeploymentList{Items: []appsv1.Deployment{*d.DeepCopy()}}
 	for name, obj := range map[string]interface{}{
-		"tombstone":       tombstone,
-		"other type":      pod,
-		"nil Deployment":  (*appsv1.Deployment)(nil),
-		"nil Foo":         (*samplev1alpha1.Foo)(nil),
-		"not an object":   "not an object",
-		"untyped nil":     nil,
-		"Deployment list": &appsv1.DeploymentList{Items: []appsv1.Deployment{*d}},
+		"CachedDeployment":     cached,
+		"tombstone":            tombstone,
+		"other type":           pod,
+		"nil Deployment":       (*appsv1.Deployment)(nil),
+		"nil CachedDeployment": (*CachedDeployment)(nil),
+		"nil Foo":              (*samplev1alpha1.Foo)(nil),
+		"not an object":        "not an object",
+		"untyped nil":          nil,
+		"Deployment list":      list,
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := TrimForCache(obj)
@@ -502,47 +625,132 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 			}
 		})
 	}
-	if tombstone.Obj.(*appsv1.Deployment).Annotations == nil || pod.Annotations["a"] != "b" {
+	if want := NewCachedDeployment(d); !reflect.DeepEqual(cached, want) {
+		t.Errorf("a passed-through CachedDeployment was modified:\n%s", diff.Diff(want, cached))
+	}
+	if pod.Annotations["a"] != "b" || !reflect.DeepEqual(list.Items[0], *d) {
 		t.Error("a passed-through object was modified")
 	}
 }
 
-// The cache keeps one map for a Deployment's selector and pod labels when
-// they are equal, and the label strings every managed Deployment has once,
-// not once per Deployment; different labels stay apart.
-func TestTrimmedDeploymentSharesEqualLabels(t *testing.T) {
+// The cache keeps one slice for a Deployment's selector and pod labels when
+// they are equal, and the strings every managed Deployment has once, not
+// once per Deployment; the Foo's name in the controller label is the owner
+// reference's.
+func TestCachedDeploymentSharesEqualLabels(t *testing.T) {
 	foo := newFoo("test", 1)
-	a := trimmedDeployment(t, completeDeployment(t, foo))
-	b := trimmedDeployment(t, completeDeployment(t, foo))
-	if reflect.ValueOf(a.Spec.Selector.MatchLabels).UnsafePointer() != reflect.ValueOf(a.Spec.Template.Labels).UnsafePointer() {
-		t.Error("the selector and the pod template's labels are equal but kept in two maps")
+	da, db := completeDeployment(t, foo), completeDeployment(t, foo)
+	if unsafe.StringData(da.Namespace) == unsafe.StringData(db.Namespace) ||
+		unsafe.StringData(da.Labels[samplev1alpha1.LabelController]) == unsafe.StringData(da.OwnerReferences[1].Name) {
+		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
-	for k := range a.Labels {
-		if unsafe.StringData(k) != unsafe.StringData(keyOf(b.Labels, k)) {
-			t.Errorf("label key %q is kept once per Deployment", k)
-		}
+	a, b := NewCachedDeployment(da), NewCachedDeployment(db)
+
+	if &a.Selector[0] != &a.TemplateLabels[0] {
+		t.Error("the selector and the pod template's labels are equal but kept in two slices")
 	}
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
 	}
-
-	other := completeDeployment(t, foo)
-	other.Spec.Template.Labels["tier"] = "web"
-	c := trimmedDeployment(t, other)
-	if reflect.ValueOf(c.Spec.Selector.MatchLabels).UnsafePointer() == reflect.ValueOf(c.Spec.Template.Labels).UnsafePointer() {
-		t.Error("different selector and pod labels share a map")
+	for i, l := range a.OwnedLabels {
+		if unsafe.StringData(l.Key) != unsafe.StringData(b.OwnedLabels[i].Key) {
+			t.Errorf("label key %q is kept once per Deployment", l.Key)
+		}
+		// The controller label's value is the Foo's name, its own.
+		if l.Key != samplev1alpha1.LabelController && unsafe.StringData(l.Value) != unsafe.StringData(b.OwnedLabels[i].Value) {
+			t.Errorf("label value %q is kept once per Deployment", l.Value)
+		}
 	}
-	if want := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelController: "test"}; !reflect.DeepEqual(c.Spec.Selector.MatchLabels, want) {
-		t.Errorf("selector %v, want %v", c.Spec.Selector.MatchLabels, want)
+	for i, c := range a.Containers {
+		if unsafe.StringData(c.Name) != unsafe.StringData(b.Containers[i].Name) || unsafe.StringData(c.Image) != unsafe.StringData(b.Containers[i].Image) {
+			t.Errorf("container %q (%q) is kept once per Deployment", c.Name, c.Image)
+		}
+	}
+	ref := a.OwnerReferences[0]
+	if unsafe.StringData(ref.APIVersion) != unsafe.StringData(b.OwnerReferences[0].APIVersion) ||
+		unsafe.StringData(ref.Kind) != unsafe.StringData(b.OwnerReferences[0].Kind) {
+		t.Errorf("the owner reference's %s %s is kept once per Deployment", ref.APIVersion, ref.Kind)
+	}
+	owned, _ := a.OwnedLabels.Get(samplev1alpha1.LabelController)
+	template, _ := a.TemplateLabels.Get(samplev1alpha1.LabelController)
+	if unsafe.StringData(owned) != unsafe.StringData(ref.Name) || unsafe.StringData(template) != unsafe.StringData(ref.Name) {
+		t.Error("the Foo's name is kept more than once, in the controller labels and the owner reference")
+	}
+
+	podLabels := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}}
+	for name, tc := range map[string]struct {
+		mutate   func(*appsv1.Deployment)
+		selector Labels
+		shared   bool
+	}{
+		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "web" }, podLabels, true},
+		"a selector label more": {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["tier"] = "web" },
+			Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}, {Key: "tier", Value: "web"}}, false},
+		"a selector label less": {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) },
+			Labels{{Key: "app", Value: "nginx"}}, false},
+		"a selector value differs": {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" },
+			Labels{{Key: "app", Value: "web"}, {Key: "controller", Value: "test"}}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := completeDeployment(t, foo)
+			tc.mutate(d)
+			c := NewCachedDeployment(d)
+			if !reflect.DeepEqual(c.Selector, tc.selector) || !reflect.DeepEqual(c.TemplateLabels, podLabels) {
+				t.Errorf("selector %v, pod labels %v; want %v, %v", c.Selector, c.TemplateLabels, tc.selector, podLabels)
+			}
+			if shared := &c.Selector[0] == &c.TemplateLabels[0]; shared != tc.shared {
+				t.Errorf("the selector and the pod labels share a slice: %v, want %v", shared, tc.shared)
+			}
+		})
 	}
 }
 
-// keyOf returns the key of m equal to k, as m stores it.
-func keyOf(m map[string]string, k string) string {
-	for key := range m {
-		if key == k {
-			return key
+// Labels answer as the label map they were built from would: the value of a
+// key, whether they contain some labels, whether they are exactly some
+// labels.
+func TestLabelsAnswerAsTheirMap(t *testing.T) {
+	l := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}, {Key: "empty", Value: ""}}
+
+	for _, tc := range []struct {
+		labels    Labels
+		key, want string
+		ok        bool
+	}{
+		{l, "app", "nginx", true},
+		{l, "controller", "test", true},
+		{l, "empty", "", true},
+		{l, "tier", "", false},
+		{l, "", "", false},
+		{nil, "app", "", false},
+	} {
+		if got, ok := tc.labels.Get(tc.key); got != tc.want || ok != tc.ok {
+			t.Errorf("%v.Get(%q) = %q, %v; want %q, %v", tc.labels, tc.key, got, ok, tc.want, tc.ok)
 		}
 	}
-	return ""
+
+	for _, tc := range []struct {
+		labels         Labels
+		m              map[string]string
+		contain, equal bool
+	}{
+		{l, map[string]string{"app": "nginx", "controller": "test", "empty": ""}, true, true},
+		{l, map[string]string{"app": "nginx", "controller": "test"}, true, false},
+		{l, map[string]string{"empty": ""}, true, false},
+		{l, nil, true, false},
+		{l, map[string]string{"app": "web"}, false, false},
+		{l, map[string]string{"tier": ""}, false, false},
+		{l, map[string]string{"app": "nginx", "controller": "test", "tier": "web"}, false, false},
+		{l, map[string]string{"app": "nginx", "controller": "test", "tier": ""}, false, false},
+		{l, map[string]string{"app": "nginx", "controller": "other", "empty": ""}, false, false},
+		{nil, nil, true, true},
+		{nil, map[string]string{}, true, true},
+		{nil, map[string]string{"app": "nginx"}, false, false},
+	} {
+		if got := tc.labels.Contain(tc.m); got != tc.contain {
+			t.Errorf("%v.Contain(%v) = %v, want %v", tc.labels, tc.m, got, tc.contain)
+		}
+		if got := tc.labels.Equal(tc.m); got != tc.equal {
+			t.Errorf("%v.Equal(%v) = %v, want %v", tc.labels, tc.m, got, tc.equal)
+		}
+	}
 }

@@ -29,8 +29,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -113,40 +111,30 @@ func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.D
 // Drift lists the fields the controller owns whose value in the actual
 // Deployment differs from the desired one. It reads only what
 // DesiredDeployment sets, so fields owned by others never count as drift.
-func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *appsv1.Deployment) []string {
+func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment) []string {
 	var drift []string
-	if !labelsContain(actual.Labels, desired.Labels) {
+	if !actual.OwnedLabels.Contain(desired.Labels) {
 		drift = append(drift, "labels")
 	}
 	spec := desired.Spec
-	if actual.Spec.Replicas == nil || *actual.Spec.Replicas != *spec.Replicas {
+	if actual.Replicas == nil || *actual.Replicas != *spec.Replicas {
 		drift = append(drift, "replicas")
 	}
-	if actual.Spec.Selector == nil || !equality.Semantic.DeepEqual(actual.Spec.Selector.MatchLabels, spec.Selector.MatchLabels) {
+	if !actual.Selector.Equal(spec.Selector.MatchLabels) {
 		drift = append(drift, "selector")
 	}
-	if !labelsContain(actual.Spec.Template.Labels, spec.Template.Labels) {
+	if !actual.TemplateLabels.Contain(spec.Template.Labels) {
 		drift = append(drift, "template labels")
 	}
 	for _, want := range spec.Template.Spec.Containers {
-		if !hasContainer(actual.Spec.Template.Spec.Containers, *want.Name, *want.Image) {
+		if !hasContainer(actual.Containers, *want.Name, *want.Image) {
 			drift = append(drift, fmt.Sprintf("container %s", *want.Name))
 		}
 	}
 	return drift
 }
 
-// labelsContain reports whether every wanted label is present with its value.
-func labelsContain(actual, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := actual[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-func hasContainer(containers []corev1.Container, name, image string) bool {
+func hasContainer(containers []Container, name, image string) bool {
 	for _, c := range containers {
 		if c.Name == name {
 			return c.Image == image

@@ -56,7 +56,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := ownedDeployment(t, foo)
 			tc.mutate(d)
-			if got := strings.Join(Drift(DesiredDeployment(foo), d), ","); got != tc.want {
+			if got := strings.Join(Drift(DesiredDeployment(foo), NewCachedDeployment(d)), ","); got != tc.want {
 				t.Errorf("drift %q, want %q", got, tc.want)
 			}
 		})
@@ -82,8 +82,8 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if len(Drift(DesiredDeployment(foo), d)) != 0 {
-		t.Error("the created Deployment drifts from the desired one")
+	if drift := Drift(DesiredDeployment(foo), NewCachedDeployment(d)); len(drift) != 0 {
+		t.Errorf("the created Deployment drifts from the desired one in %v", drift)
 	}
 }
 

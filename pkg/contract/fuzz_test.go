@@ -90,7 +90,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.DeploymentName, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift := Drift(desired, created); len(drift) > 0 {
+		if drift := Drift(desired, NewCachedDeployment(created)); len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v", drift)
 		}
 	})

@@ -61,8 +61,10 @@ func ownedDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	return d
 }
 
-// withSyncedStatus gives foo the status the controller writes for deployment.
+// withSyncedStatus gives foo the status the controller writes for deployment,
+// which it reads, as every Deployment, through NewCachedDeployment.
 func withSyncedStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
-	foo.Status = DesiredStatus(foo, deployment, ReadyCondition(foo, deployment))
+	cached := NewCachedDeployment(deployment)
+	foo.Status = DesiredStatus(foo, cached, ReadyCondition(foo, cached))
 	return foo
 }

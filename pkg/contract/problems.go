@@ -19,8 +19,8 @@ package contract
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -49,14 +49,14 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 // NameTakenProblem is a requested Deployment that exists and is not
 // controlled by the Foo. It is retried with backoff: the name may be freed by
 // someone the controller does not watch.
-func NameTakenProblem(deployment *appsv1.Deployment) *Problem {
+func NameTakenProblem(deployment metav1.Object) *Problem {
 	owner := "no Foo"
 	if ref := ControllerRef(deployment); ref != nil {
 		owner = fmt.Sprintf("Foo %q", ref.Name)
 	}
 	return &Problem{
 		Reason:  samplev1alpha1.ReasonResourceExists,
-		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)", deployment.Name, owner),
+		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)", deployment.GetName(), owner),
 		Retry:   true,
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"reflect"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,14 +32,14 @@ import (
 // ReadyCondition is the Ready condition for a Foo whose Deployment is the given
 // one: True once the rollout is complete with every desired replica updated
 // and available, in the manner of "kubectl rollout status".
-func ReadyCondition(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) metav1.Condition {
+func ReadyCondition(foo *samplev1alpha1.Foo, deployment *CachedDeployment) metav1.Condition {
 	want := DesiredReplicas(&foo.Spec)
 	st := deployment.Status
 	var msg string
 	switch {
 	case st.ObservedGeneration < deployment.Generation:
 		msg = fmt.Sprintf("Deployment %s: waiting for the deployment controller to observe the latest spec", deployment.Name)
-	case deploymentTimedOut(deployment):
+	case st.ProgressDeadlineExceeded:
 		msg = fmt.Sprintf("Deployment %s: rollout exceeded its progress deadline", deployment.Name)
 	case st.UpdatedReplicas < want:
 		msg = fmt.Sprintf("Deployment %s: %d of %d replicas updated", deployment.Name, st.UpdatedReplicas, want)
@@ -59,17 +58,6 @@ func ReadyCondition(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) meta
 	return NotReady(samplev1alpha1.ReasonProgressing, msg)
 }
 
-// deploymentTimedOut reports whether the deployment controller gave up on the
-// rollout (its Progressing condition turned False).
-func deploymentTimedOut(deployment *appsv1.Deployment) bool {
-	for _, c := range deployment.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing {
-			return c.Status == "False"
-		}
-	}
-	return false
-}
-
 // NotReady is a Ready=False condition with the given reason and message.
 func NotReady(reason, message string) metav1.Condition {
 	return metav1.Condition{
@@ -85,7 +73,7 @@ func NotReady(reason, message string) metav1.Condition {
 // scale subresource, and the Ready condition, all stamped with the Foo's
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func DesiredStatus(foo *samplev1alpha1.Foo, deployment *appsv1.Deployment, ready metav1.Condition) samplev1alpha1.FooStatus {
+func DesiredStatus(foo *samplev1alpha1.Foo, deployment *CachedDeployment, ready metav1.Condition) samplev1alpha1.FooStatus {
 	status := samplev1alpha1.FooStatus{
 		ObservedGeneration: foo.Generation,
 		Selector:           labels.SelectorFromSet(PodLabels(foo)).String(),

@@ -53,7 +53,7 @@ func TestReadyCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := ownedDeployment(t, foo)
 			tc.mutate(d)
-			got := ReadyCondition(foo, d)
+			got := ReadyCondition(foo, NewCachedDeployment(d))
 			if got.Type != samplev1alpha1.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
@@ -65,7 +65,7 @@ func TestReadyCondition(t *testing.T) {
 // new one. The Foo passed in is not modified.
 func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo := newFoo("test", 1)
-	d := ownedDeployment(t, foo)
+	d := NewCachedDeployment(ownedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}

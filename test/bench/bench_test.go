@@ -186,6 +186,7 @@ func TestBenchmark(t *testing.T) {
 		b.report("peak RSS slope from N=%d to N=%d: %.2f KiB per Foo", smallest.n, largest.n, rssSlopeKiB(smallest, largest))
 	}
 	ns, total := b.measureFreshChanges(largest.n)
+	b.measureStreamingLists(ns, total)
 	leader := b.measureRestart(ns, total)
 	b.measureFailover(ns, total, leader)
 	b.writeCurve(series)
@@ -319,7 +320,13 @@ func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
 // which would count among the controller's requests) and profiling; args
 // come last.
 func (b *bench) startController(ns, name string, args ...string) *framework.Controller {
-	ctrl, err := b.cluster.StartController(b.bin, b.logDir, name, append([]string{
+	return b.startControllerWithEnv(ns, name, nil, args...)
+}
+
+// startControllerWithEnv is startController with env added to the
+// controller's environment.
+func (b *bench) startControllerWithEnv(ns, name string, env []string, args ...string) *framework.Controller {
+	ctrl, err := b.cluster.StartControllerWithEnv(b.bin, b.logDir, name, env, append([]string{
 		"-namespace=" + ns, "-leader-elect=false", "-metrics-secure=false", "-profiling", "-v=1"}, args...)...)
 	if err != nil {
 		b.t.Fatal(err)

@@ -23,6 +23,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // What the kernel knows about a process of the bench: its peak resident
@@ -30,16 +32,65 @@ import (
 
 // peakRSSKiB is the process's peak resident set size (VmHWM), in KiB.
 func peakRSSKiB(pid int) (int64, error) {
+	return statusKiB(pid, "VmHWM:")
+}
+
+// statusKiB reads a field in kB from /proc/<pid>/status.
+func statusKiB(pid int, field string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// rssKiB is the process's resident set size now (VmRSS), in KiB.
+func rssKiB(pid int) (int64, error) {
+	return statusKiB(pid, "VmRSS:")
+}
+
+// rssSampler records the peak of another process's resident set size, for a
+// window of time: VmHWM is the peak over the process's whole life.
+type rssSampler struct {
+	stopped chan struct{}
+	wg      sync.WaitGroup
+	first   int64
+	peak    int64
+}
+
+// startRSSSampler reads pid's resident set size now and then every
+// interval until stop.
+func startRSSSampler(pid int, interval time.Duration) *rssSampler {
+	s := &rssSampler{stopped: make(chan struct{})}
+	s.first, _ = rssKiB(pid)
+	s.peak = s.first
+	s.wg.Go(func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-s.stopped:
+				return
+			case <-ticker.C:
+				if kib, err := rssKiB(pid); err == nil && kib > s.peak {
+					s.peak = kib
+				}
+			}
+		}
+	})
+	return s
+}
+
+// stop ends the sampling and returns the first reading and the peak, in KiB.
+func (s *rssSampler) stop() (first, peak int64) {
+	close(s.stopped)
+	s.wg.Wait()
+	return s.first, s.peak
 }
 
 // clockTicksPerSecond is USER_HZ, in which /proc reports CPU times: 100 on

@@ -142,7 +142,8 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 			return err
 		}
 		// The status the controller writes for a Deployment just created.
-		patch, err := json.Marshal(map[string]interface{}{"status": contract.DesiredStatus(foo, d, contract.ReadyCondition(foo, d))})
+		cached := contract.NewCachedDeployment(d)
+		patch, err := json.Marshal(map[string]interface{}{"status": contract.DesiredStatus(foo, cached, contract.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err
 		}

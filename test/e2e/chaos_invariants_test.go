@@ -92,7 +92,7 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 		if d == nil || metav1.IsControlledBy(d, foo) == false {
 			continue // compare reported it
 		}
-		if drift := contract.Drift(contract.DesiredDeployment(foo), d); len(drift) > 0 {
+		if drift := contract.Drift(contract.DesiredDeployment(foo), contract.NewCachedDeployment(d)); len(drift) > 0 {
 			problems = append(problems, fmt.Sprintf("Deployment %s drifted from Foo %s: %v", d.Name, foo.Name, drift))
 		}
 		if p := statusProblem(foo, d); p != "" {
@@ -110,7 +110,7 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 // statusProblem says how foo's status fails to report its Deployment d
 // ("" if it does not).
 func statusProblem(foo *samplev1alpha1.Foo, d *appsv1.Deployment) string {
-	want := contract.ReadyCondition(foo, d)
+	want := contract.ReadyCondition(foo, contract.NewCachedDeployment(d))
 	got := readyCondition(foo)
 	switch {
 	case foo.Status.ObservedGeneration != foo.Generation:

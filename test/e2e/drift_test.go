@@ -27,6 +27,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/util/retry"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -154,9 +155,8 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// Another writer (the leader that took over) sets 3 replicas.
 	scaledFoo := foo.DeepCopy()
 	scaledFoo.Spec.Replicas = int32p(3)
-	scaled, err := deployments.Apply(context.Background(),
-		contract.DesiredDeployment(scaledFoo).WithResourceVersion(seen.ResourceVersion),
-		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	var scaled *appsv1.Deployment
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, contract.DesiredDeployment(scaledFoo), &scaled))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,19 +172,39 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *current.Spec.Replicas != 3 || current.ResourceVersion != scaled.ResourceVersion {
-		t.Fatalf("the refused apply changed the Deployment: replicas %d, resourceVersion %s (was %s)",
-			*current.Spec.Replicas, current.ResourceVersion, scaled.ResourceVersion)
+	// (The deployment controller's status writes move the resourceVersion
+	// meanwhile; a spec change would move the generation.)
+	if *current.Spec.Replicas != 3 || current.Generation != scaled.Generation {
+		t.Fatalf("the refused apply changed the Deployment: replicas %d, generation %d (was %d)",
+			*current.Spec.Replicas, current.Generation, scaled.Generation)
 	}
 
-	// Computed from the current version, the same apply is accepted.
-	applied, err := deployments.Apply(context.Background(),
-		contract.DesiredDeployment(foo).WithResourceVersion(current.ResourceVersion),
-		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	// Computed from the current version, the same apply is accepted. The
+	// deployment controller may write the status between the read and the
+	// apply, which makes that version stale too: then read again.
+	var applied *appsv1.Deployment
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, contract.DesiredDeployment(foo), &applied))
 	if err != nil {
-		t.Fatalf("apply on the current resourceVersion %s: %v", current.ResourceVersion, err)
+		t.Fatalf("apply on the current resourceVersion: %v", err)
 	}
 	if *applied.Spec.Replicas != 1 {
 		t.Errorf("replicas %d after the apply, want 1", *applied.Spec.Replicas)
+	}
+}
+
+// applyOnCurrentVersion returns an apply of desired made conditional on the
+// Deployment's version as just read, as the controller's repairs are; the
+// result goes to *applied. The deployment controller's status writes can make
+// that version stale before the apply lands, so callers retry on conflict.
+func applyOnCurrentVersion(ns string, desired *appsv1ac.DeploymentApplyConfiguration, applied **appsv1.Deployment) func() error {
+	return func() error {
+		current, err := getDeployment(context.Background(), ns, *desired.Name)
+		if err != nil {
+			return err
+		}
+		*applied, err = cluster.Kube.AppsV1().Deployments(ns).Apply(context.Background(),
+			desired.WithResourceVersion(current.ResourceVersion),
+			metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+		return err
 	}
 }

@@ -184,6 +184,18 @@ func (c *Cluster) signal(name, from string, sig syscall.Signal, to string) error
 	return nil
 }
 
+// ComponentPid returns the process id of a running component.
+func (c *Cluster) ComponentPid(name string) (int, error) {
+	pid, state, err := c.component(name)
+	if err != nil {
+		return 0, err
+	}
+	if state != StateRunning {
+		return 0, fmt.Errorf("%s is %s", name, state)
+	}
+	return pid, nil
+}
+
 // component returns the pid kwokctl recorded for the component (0 if none)
 // and its state.
 func (c *Cluster) component(name string) (int, string, error) {

@@ -151,11 +151,20 @@ var (
 
 // StartProcess starts bin with args, its output going to logPath.
 func StartProcess(name, logPath, bin string, args ...string) (*Process, error) {
+	return StartProcessWithEnv(name, logPath, bin, nil, args...)
+}
+
+// StartProcessWithEnv starts bin with args, and with env ("KEY=value")
+// added to this process's environment.
+func StartProcessWithEnv(name, logPath, bin string, env []string, args ...string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -275,6 +284,13 @@ type Controller struct {
 // Metrics are served as by default, over HTTPS to authorized callers only;
 // the cluster's first call sets up its scraper, whose token ScrapeURL sends.
 func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Controller, error) {
+	return c.StartControllerWithEnv(bin, logDir, name, nil, args...)
+}
+
+// StartControllerWithEnv is StartController with env ("KEY=value") added to
+// the controller's environment: client-go reads its feature gates from
+// there (KUBE_FEATURE_<name>).
+func (c *Cluster) StartControllerWithEnv(bin, logDir, name string, env []string, args ...string) (*Controller, error) {
 	token, err := c.ensureMetricsScraper(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("setting up the metrics scraper: %w", err)
@@ -285,7 +301,7 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 		"-health-probe-bind-address=127.0.0.1:0",
 		"-v=2",
 	}, args...)
-	p, err := StartProcess(name, filepath.Join(logDir, name+".log"), bin, all...)
+	p, err := StartProcessWithEnv(name, filepath.Join(logDir, name+".log"), bin, env, all...)
 	if err != nil {
 		return nil, err
 	}
