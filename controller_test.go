@@ -765,17 +765,18 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 	}
 }
 
-// The informer pipeline end to end on the fakes, with the informer transform
-// of main.go: a Foo created through the API reaches the queue, a sync creates
-// its Deployment, and the Deployment's own event queues the Foo again.
+// The informer pipeline end to end on the fakes, with the informers built as
+// main.go builds them (NewController installs the transforms): a Foo created
+// through the API reaches the queue, a sync creates its Deployment, and the
+// Deployment's own event queues the Foo again.
 func TestRunReconcilesThroughInformers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
-	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(contract.TrimForCache))
-	k := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(contract.TrimForCache))
+	i := informers.NewSharedInformerFactory(client, 0)
+	k := kubeinformers.NewSharedInformerFactory(kubeclient, 0)
 	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		t.Fatal(err)
@@ -797,6 +798,20 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Deployment not created: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The Deployment cache holds what NewController's transform keeps.
+	for {
+		obj, exists, _ := c.deploymentsIndexer.GetByKey(foo.Namespace + "/" + foo.Spec.DeploymentName)
+		if exists {
+			if _, ok := obj.(*contract.CachedDeployment); !ok {
+				t.Fatalf("the Deployment cache holds a %T, want a *contract.CachedDeployment", obj)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Deployment not cached")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -70,8 +70,8 @@ import (
 // (the pod template is inline), and its labels are maps of some 300 bytes
 // each however few they hold. Trimmed in place and with shared, interned
 // label maps, a cached Deployment kept 2,790 bytes; a CachedDeployment keeps
-// a fraction of that (BenchmarkCachedBytesPerDeployment; docs/performance.md
-// has the figures).
+// 824 (BenchmarkCachedBytesPerDeployment; docs/performance.md has the
+// figures).
 
 // TrimForCache is the informer transform of both informers, installed by
 // NewController: it turns a Deployment into its CachedDeployment and trims a

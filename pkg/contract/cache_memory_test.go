@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -41,8 +42,9 @@ import (
 // them) or Foos (JSON), run each through TrimForCache as the informer does
 // (a Deployment becomes its CachedDeployment, the decoded Deployment
 // garbage; a Foo is trimmed in place), hold the results as a store would,
-// and report the live heap that grew, after a collection, per object. They
-// report; they assert nothing. Run:
+// and report the live heap that grew, after a collection, per object: the
+// objects, and the store with its indexes. They report; they assert
+// nothing. Run:
 //
 //	go test -run '^$' -bench CachedBytes -benchtime 1x ./pkg/contract
 //
@@ -59,7 +61,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer())
+	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), DeploymentIndexers())
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {
@@ -73,14 +75,17 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer())
+	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers())
 }
 
 // reportCachedBytes decodes every encoded object and runs it through
 // TrimForCache, b.N times, and reports the live heap kept per object: what
-// the transform returns, and whatever of the decoded object it still holds.
-func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder) {
-	var perObject float64
+// the transform returns, and whatever of the decoded object it still holds
+// (live-B/object); then what holding those objects in an informer's store
+// with the controller's indexes adds (store+index-B/object): its key, its
+// map entry, and client-go's set per index value.
+func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder, indexers cache.Indexers) {
+	var perObject, perEntry float64
 	for range b.N {
 		kept := make([]interface{}, len(encoded))
 		before := liveHeap()
@@ -93,10 +98,21 @@ func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder) 
 				b.Fatal(err)
 			}
 		}
-		perObject = float64(liveHeap()-before) / float64(len(encoded))
+		decoded := liveHeap()
+		perObject = float64(decoded-before) / float64(len(encoded))
+
+		store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
+		for _, obj := range kept {
+			if err := store.Add(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perEntry = float64(liveHeap()-decoded) / float64(len(encoded))
 		goruntime.KeepAlive(kept)
+		goruntime.KeepAlive(store)
 	}
 	b.ReportMetric(perObject, "live-B/object")
+	b.ReportMetric(perEntry, "store+index-B/object")
 }
 
 // liveHeap collects garbage and returns the bytes of live heap objects.

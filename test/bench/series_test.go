@@ -70,6 +70,9 @@ type controllerFigures struct {
 	requests map[string]float64
 	// syncs are its Foo syncs by result (samplecontroller_reconcile_total).
 	syncs map[string]float64
+	// eventsDropped are the events it dropped for lack of room, by type
+	// (samplecontroller_events_dropped_total).
+	eventsDropped map[string]float64
 	// What the API server saw written meanwhile (no one else writes these
 	// during the run): Deployment creates and other Deployment writes
 	// (status aside), Foo status writes, all answered 2xx, and how many of
@@ -177,7 +180,7 @@ func (b *bench) controllerRun(ns string, n int) controllerFigures {
 	readyAt := b.waitUntil(t, "every Foo Ready in "+ns, runLimit(n), allReady(n))
 
 	f := controllerFigures{converged: convergedAt.Sub(start), ready: readyAt.Sub(start),
-		requests: map[string]float64{}, syncs: map[string]float64{}}
+		requests: map[string]float64{}, syncs: map[string]float64{}, eventsDropped: map[string]float64{"Normal": 0, "Warning": 0}}
 	var err error
 	if f.cpuSeconds, err = cpuSeconds(ctrl.Pid()); err != nil {
 		b.t.Fatal(err)
@@ -193,6 +196,8 @@ func (b *bench) controllerRun(ns string, n int) controllerFigures {
 			f.requests[s.Labels["method"]] += s.Value
 		case "samplecontroller_reconcile_total":
 			f.syncs[s.Labels["result"]] += s.Value
+		case "samplecontroller_events_dropped_total":
+			f.eventsDropped[s.Labels["type"]] += s.Value
 		}
 	}
 	apiAfter := b.scrapeAPIServer()
@@ -297,9 +302,9 @@ func (b *bench) summarize(r sizeResult) {
 	b.report("N=%d: controller API requests per Foo %s, CPU %ss, peak RSS %s MiB", r.n,
 		spread(r.requestsPerFoo()), spread(r.cpuSeconds()), spread(r.peakRSSMiB()))
 	for i, c := range r.controls {
-		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo; %.0f Deployment or status writes refused (e.g. 409); requests by method: %s; syncs by result: %s",
+		b.report("N=%d run %d writes: %.0f Deployment creates, %.0f other Deployment writes, %.0f Foo status writes of which %.0f changed the Foo; %.0f Deployment or status writes refused (e.g. 409); requests by method: %s; syncs by result: %s; events dropped: %s",
 			r.n, i+1, c.deploymentCreates, c.deploymentOtherWrites, c.statusWrites, c.statusChanges, c.refusedWrites,
-			joinCounts(c.requests), joinCounts(c.syncs))
+			joinCounts(c.requests), joinCounts(c.syncs), joinCounts(c.eventsDropped))
 	}
 }
 
