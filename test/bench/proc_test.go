@@ -65,10 +65,12 @@ type rssSampler struct {
 
 // startRSSSampler reads pid's resident set size now and then every
 // interval until stop.
-func startRSSSampler(pid int, interval time.Duration) *rssSampler {
-	s := &rssSampler{stopped: make(chan struct{})}
-	s.first, _ = rssKiB(pid)
-	s.peak = s.first
+func startRSSSampler(pid int, interval time.Duration) (*rssSampler, error) {
+	first, err := rssKiB(pid)
+	if err != nil {
+		return nil, err
+	}
+	s := &rssSampler{stopped: make(chan struct{}), first: first, peak: first}
 	s.wg.Go(func() {
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
@@ -83,7 +85,7 @@ func startRSSSampler(pid int, interval time.Duration) *rssSampler {
 			}
 		}
 	})
-	return s
+	return s, nil
 }
 
 // stop ends the sampling and returns the first reading and the peak, in KiB.

@@ -157,7 +157,10 @@ func (b *bench) measureStreamingLists(ns string, n int) {
 			if err != nil {
 				b.t.Fatal(err)
 			}
-			sampler := startRSSSampler(apiserver, 20*time.Millisecond)
+			sampler, err := startRSSSampler(apiserver, 20*time.Millisecond)
+			if err != nil {
+				b.t.Fatal(err)
+			}
 			start := time.Now()
 			ctrl := b.startControllerWithEnv(ns, fmt.Sprintf("controller-lists-%d-%d", round, i), mode.env, leaderElectionArgs(ns)...)
 			readyAt := b.waitProbeOK(ctrl, "/readyz")

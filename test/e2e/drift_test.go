@@ -142,8 +142,10 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	ns := newNamespace(t, "stale-repair")
 	deployments := cluster.Kube.AppsV1().Deployments(ns)
-	foo := newFoo(ns, "stale", "stale", int32p(1))
-	foo.UID = "5e1d7a0c-3b2f-4c8d-9e6a-1f0b2c3d4e5f"
+	// The Foo exists (no controller runs here): a Deployment whose owner is
+	// missing would be the garbage collector's to delete during the test.
+	ensureStandardCRD(t)
+	foo := createFoo(t, newFoo(ns, "stale", "stale", int32p(1)))
 	object, err := contract.DeploymentObject(contract.DesiredDeployment(foo))
 	if err != nil {
 		t.Fatal(err)
