@@ -13,7 +13,7 @@ KUBECTL ?= kubectl
 # make uninstall ignore-not-found=true: no error when nothing is installed.
 ignore-not-found ?= false
 
-.PHONY: all help build test unit fuzz verify e2e generate run bench soak tools install uninstall deploy undeploy clean
+.PHONY: all help build test unit fuzz verify e2e e2e-minors generate run bench soak tools install uninstall deploy undeploy clean
 
 ## all: the default: build.
 all: build
@@ -29,7 +29,7 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-test: verify unit fuzz monitoring e2e
+test: verify unit fuzz monitoring e2e e2e-minors
 
 ## unit: fast loop: unit tests with the race detector.
 unit:
@@ -40,17 +40,34 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/contract/
 	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/contract/
 
-## verify: generated code and CRD are current, code is formatted and vetted.
+## verify: generated code and CRD are current, code is formatted and vetted, no known vulnerability is called (govulncheck, offline).
 verify:
 	hack/verify-codegen.sh
+	hack/verify-vulnerabilities.sh
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' | grep -v -e '^pkg/generated/' -e 'zz_generated' -e '^hack/tools/'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	go vet -tags e2e,bench ./test/...
 
-## e2e: end-to-end tests on local control planes (kwokctl) built from source.
+## e2e: the whole end-to-end suite on local control planes (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported), built from source.
 e2e: tools
 	go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/
+
+# The supported Kubernetes minors, newest first: one module hack/tools/k8s-<minor> each.
+K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k2,2nr)
+# The end-to-end tests e2e-minors leaves out: those that disturb a control
+# plane of their own for minutes (faults, chaos, the zombie leader, the slow
+# start) or run for an hour (the soak). What they prove is the controller's,
+# not the API's: they run on the newest minor.
+E2E_MINORS_SKIP := ^(TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestSoakKeepsResourcesFlatAndInvariants)$$
+
+## e2e-minors: the end-to-end contract (every e2e test but E2E_MINORS_SKIP) on each older supported minor.
+e2e-minors:
+	for minor in $(wordlist 2,$(words $(K8S_MINORS)),$(K8S_MINORS)); do \
+	  echo "=== end-to-end tests on Kubernetes $$minor"; \
+	  K8S_MINOR=$$minor hack/build-tools.sh; \
+	  K8S_MINOR=$$minor go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_MINORS_SKIP)' ./test/e2e/; \
+	done
 
 ## generate: regenerate deep-copy functions, clientset, listers, informers, apply configurations, and the CRD.
 generate:
@@ -75,7 +92,7 @@ soak: tools
 	SOAK_DURATION="$(SOAK_DURATION)" SOAK_FOOS="$(SOAK_FOOS)" SOAK_FAULT_EVERY="$(SOAK_FAULT_EVERY)" \
 	  go test -tags e2e -count=1 -v -timeout 6h -run '^TestSoakKeepsResourcesFlatAndInvariants$$' ./test/e2e/
 
-## tools: build kwokctl and the control-plane binaries it runs (etcd, kube-*, kwok) into _output/bin.
+## tools: build kwokctl and the control-plane binaries it runs (etcd, kwok; kube-* of K8S_MINOR, default the newest) into _output/bin.
 tools:
 	hack/build-tools.sh
 

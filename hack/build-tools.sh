@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
-# Builds the local control plane into _output/bin from the separate Go module
-# in hack/tools, which pins their versions: kwokctl, and the binaries it runs
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok).
+# Usage: [K8S_MINOR=1.36] hack/build-tools.sh
+#
+# Builds the local control plane into _output/bin:
+# - kwokctl, kwok and etcd, pinned by the module hack/tools;
+# - kube-apiserver, kube-controller-manager and kube-scheduler of Kubernetes
+#   K8S_MINOR (default: the newest hack/tools has a module for),
+#   pinned by the module hack/tools/k8s-<minor>, into _output/bin/k8s-<minor>.
+#
+# Each Kubernetes binary is stamped with its release (-X
+# k8s.io/component-base/version.gitVersion=...), as the release builds are:
+# kwokctl runs `<binary> --version` to choose each component's flags, and an
+# unstamped module build says v0.0.0, which kwokctl takes for the newest.
 #
 # go build relinks only what changed (about 2 s when nothing did), so callers
 # (make tools, the test framework) run it every time. Needs only the Go
-# toolchain (and the module proxy the first time; a cold build takes 10+
-# minutes).
+# toolchain (and the module proxy the first time; a cold build of one minor
+# takes 5 to 12 minutes on two cores).
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 TOOLS="${ROOT}/hack/tools"
 BIN_DIR="${ROOT}/_output/bin"
+# The supported minors, newest first: those hack/tools has a module for
+# (the Kubernetes project maintains its three most recent releases).
+K8S_MINORS=($(cd "${TOOLS}" && ls -d k8s-1.* | sed 's/^k8s-//' | sort -t. -k2,2nr))
+MINOR="${K8S_MINOR:-${K8S_MINORS[0]}}"
+K8S_MODULE="${TOOLS}/k8s-${MINOR}"
+if [[ ! -f "${K8S_MODULE}/go.mod" ]]; then
+	echo "K8S_MINOR=${MINOR} is not supported; the supported minors are ${K8S_MINORS[*]}" >&2
+	exit 2
+fi
+# The release pinned for the minor, e.g. v1.37.2.
+VERSION="$(sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v1\.[0-9.]*\)\( // indirect\)\{0,1\}$|\1|p' "${K8S_MODULE}/go.mod")"
+[[ "${VERSION}" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || { echo "no k8s.io/kubernetes release in ${K8S_MODULE}/go.mod" >&2; exit 1; }
 
-mkdir -p "${BIN_DIR}"
+mkdir -p "${BIN_DIR}/k8s-${MINOR}"
 # One build at a time (parallel test runs) into the same files.
 exec 8>"${BIN_DIR}/.build-tools.lock"
 flock 8
@@ -21,9 +42,11 @@ flock 8
 export GOWORK=off
 # etcd's main package is its module's root, which go build would name "v3".
 go -C "${TOOLS}" build -o "${BIN_DIR}/etcd" go.etcd.io/etcd/server/v3
-go -C "${TOOLS}" build -o "${BIN_DIR}/" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler \
-  sigs.k8s.io/kwok/cmd/kwok \
-  sigs.k8s.io/kwok/cmd/kwokctl
+go -C "${TOOLS}" build -o "${BIN_DIR}/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
+
+stamp=k8s.io/component-base/version
+go -C "${K8S_MODULE}" build -o "${BIN_DIR}/k8s-${MINOR}/" \
+	-ldflags "-X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${BASH_REMATCH[1]} -X ${stamp}.gitTreeState=clean" \
+	k8s.io/kubernetes/cmd/kube-apiserver \
+	k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler

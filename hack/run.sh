@@ -6,7 +6,8 @@
 #   (install the CRD yourself: kubectl apply -f artifacts/examples/crd.yaml).
 # - KUBECONFIG unset: creates a local control plane with kwokctl (cluster
 #   "sample-controller", KWOK_WORKDIR=_output/local/run, configured by
-#   hack/kwokctl.yaml) with one fake node (hack/kwok-node.yaml), installs
+#   hack/kwokctl.yaml, Kubernetes K8S_MINOR or the newest supported) with
+#   one fake node (hack/kwok-node.yaml), installs
 #   artifacts/examples/crd.yaml, prints how to use it, and runs the
 #   controller against it. Ctrl-C stops the controller and deletes the
 #   control plane, leaving nothing running.
@@ -28,11 +29,17 @@ if [[ -n "${KUBECONFIG:-}" ]]; then
 	exec "${BIN}" -kubeconfig="${KUBECONFIG}" "${DEFAULT_FLAGS[@]}" "$@"
 fi
 
-"${ROOT}/hack/build-tools.sh"
+# The local control plane, brought up as the end-to-end tests do
+# (test/framework): hack/local-cluster builds it if needed (K8S_MINOR picks
+# the Kubernetes release), starts again a component that exits while it
+# comes up, and returns once every component serves and the fake node is
+# Ready and untainted; or it says which component failed, with its log.
 BIN_DIR="${ROOT}/_output/bin"
 export KWOK_WORKDIR="${ROOT}/_output/local/run"
 export KUBECONFIG="${KWOK_WORKDIR}/kubeconfig"
 KWOKCTL=("${BIN_DIR}/kwokctl" --name=sample-controller)
+LOCAL_CLUSTER="${BIN_DIR}/local-cluster"
+go build -C "${ROOT}" -o "${LOCAL_CLUSTER}" ./hack/local-cluster
 
 controller_pid=""
 cleanup() {
@@ -41,30 +48,14 @@ cleanup() {
 		kill -TERM "${controller_pid}" 2>/dev/null || true
 		wait "${controller_pid}" 2>/dev/null || true
 	fi
-	"${KWOKCTL[@]}" delete cluster --kubeconfig="${KUBECONFIG}" 2>/dev/null || true
+	"${LOCAL_CLUSTER}" -dir="${KWOK_WORKDIR}" down || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A control plane left behind by a killed run is deleted first.
-"${KWOKCTL[@]}" delete cluster --kubeconfig="${KUBECONFIG}" 2>/dev/null
-# kwokctl would pick ports from 32767 down, the first free ones: those of a
-# test cluster's component that is down for a moment too. Six at random below
-# the kernel's ephemeral ports (32768 up), as test/framework picks them.
-p=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))
-mkdir -p "${KWOK_WORKDIR}"
-cat >"${KWOK_WORKDIR}/ports.yaml" <<EOF
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokctlConfiguration
-options: {kubeApiserverPort: ${p}, etcdPort: $((p + 1)), etcdPeerPort: $((p + 2)),
-  kubeControllerManagerPort: $((p + 3)), kubeSchedulerPort: $((p + 4)), kwokControllerPort: $((p + 5))}
-EOF
-"${KWOKCTL[@]}" create cluster --config="${ROOT}/hack/kwokctl.yaml" --config="${KWOK_WORKDIR}/ports.yaml" \
-	--kubeconfig="${KUBECONFIG}" --etcd-binary="${BIN_DIR}/etcd" --kube-apiserver-binary="${BIN_DIR}/kube-apiserver" \
-	--kube-controller-manager-binary="${BIN_DIR}/kube-controller-manager" \
-	--kube-scheduler-binary="${BIN_DIR}/kube-scheduler" --kwok-controller-binary="${BIN_DIR}/kwok"
-kubectl apply -f "${ROOT}/hack/kwok-node.yaml" -f "${ROOT}/artifacts/examples/crd.yaml" >&2
-kubectl wait --for=condition=Ready --timeout=60s node/kwok-node-0 >/dev/null
+"${LOCAL_CLUSTER}" -dir="${KWOK_WORKDIR}" up >/dev/null
+kubectl apply -f "${ROOT}/artifacts/examples/crd.yaml" >&2
 kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
 
 cat >&2 <<MSG

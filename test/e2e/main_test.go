@@ -32,7 +32,8 @@ limitations under the License.
 // artifacts/examples/crd.yaml back when they end, and the others install it
 // if it is missing (ensureStandardCRD).
 //
-// Run it with "make test" (everything) or "make e2e". Set E2E_KUBECONFIG to
+// Run it with "make test" (everything) or "make e2e"; K8S_MINOR=1.35 runs
+// it on the control plane of another supported minor. Set E2E_KUBECONFIG to
 // run against a cluster you started yourself (with kwokctl, as hack/run.sh
 // does, or any other).
 package e2e
@@ -90,6 +91,9 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if v, err := cluster.Kube.Discovery().ServerVersion(); err == nil {
+		fmt.Fprintf(os.Stderr, "end-to-end tests on Kubernetes %s\n", v.GitVersion)
 	}
 
 	// Ctrl-C or a kill of "go test" must not leave the control plane or a

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -96,16 +97,46 @@ type AuditEvent struct {
 }
 
 // ReadAuditLog reads the completed requests (stage ResponseComplete) of an
-// audit log in JSON lines, sorted by completion, and counts the lines it
-// could not read: a kube-apiserver killed in the middle of a line leaves it
-// cut, and its next start appends to it.
+// audit log in JSON lines, with the files kube-apiserver rotated out of it,
+// sorted by completion, and counts the lines it could not read: a
+// kube-apiserver killed in the middle of a line leaves it cut, and its next
+// start appends to it.
 func ReadAuditLog(path string) (events []AuditEvent, cut int, err error) {
-	f, err := os.Open(path)
+	files, err := AuditLogFiles(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close()
-	return ParseAuditLog(f)
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		more, n, err := ParseAuditLog(f)
+		f.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", name, err)
+		}
+		events, cut = append(events, more...), cut+n
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Completed.Before(events[j].Completed) })
+	return events, cut, nil
+}
+
+// AuditLogFiles lists the audit log at path and, before it, oldest first,
+// the files kube-apiserver rotated out of it: once the log reaches
+// --audit-log-maxsize (100 MB by default) it is renamed to
+// <name>-<UTC time>.<ext> in the same directory and a new one begun.
+func AuditLogFiles(path string) ([]string, error) {
+	ext := filepath.Ext(path)
+	rotated, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(rotated) // the time stamps sort as text
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	return append(rotated, path), nil
 }
 
 // ParseAuditLog is ReadAuditLog of an open log.

@@ -17,6 +17,8 @@ limitations under the License.
 package framework
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -157,5 +159,49 @@ func TestAuditLeaseHolderIdentityCoversItsWrites(t *testing.T) {
 	got := WritesOutsideLeadership(events, leaderships)
 	if len(got) != 1 || !strings.Contains(got[0], "received 00:00:12.500000") {
 		t.Errorf("WritesOutsideLeadership: %q, want only the zombie's apply at 00:00:12.5", got)
+	}
+}
+
+func TestReadAuditLogReadsTheFilesRotatedOutOfIt(t *testing.T) {
+	// kube-apiserver rotated the log twice: the first three lines went to
+	// the older file, the next two to the newer one. The current log ends
+	// with a line cut by a kill. A file of another name is not the log's.
+	lines := strings.SplitAfter(cleanAuditLog, "\n")
+	dir := t.TempDir()
+	files := map[string]string{
+		"audit-2026-01-01T00-00-01.000.log": strings.Join(lines[:3], ""),
+		"audit-2026-01-01T00-00-10.005.log": strings.Join(lines[3:5], ""),
+		"audit.log":                         strings.Join(lines[5:], "") + `{"stage":"ResponseComplete","verb":"pat`,
+		"auditor.log":                       lines[0],
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "audit.log")
+
+	got, err := AuditLogFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		filepath.Join(dir, "audit-2026-01-01T00-00-01.000.log"),
+		filepath.Join(dir, "audit-2026-01-01T00-00-10.005.log"),
+		path,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("AuditLogFiles = %v, want %v", got, want)
+	}
+
+	events, cut, err := ReadAuditLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut != 1 {
+		t.Errorf("%d cut lines, want 1", cut)
+	}
+	if !reflect.DeepEqual(events, parseAudit(t, cleanAuditLog)) {
+		t.Errorf("ReadAuditLog of the rotated log: %d events, want the %d of the whole log, in the same order", len(events), len(parseAudit(t, cleanAuditLog)))
 	}
 }

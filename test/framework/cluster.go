@@ -28,12 +28,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +49,10 @@ import (
 // clusterName is the kwokctl cluster's name in its work dir.
 const clusterName = "sample-controller"
 
+// DefaultTimeout is how long, by default, a wait on the control plane may
+// see no progress (WithTimeout).
+const DefaultTimeout = 2 * time.Minute
+
 // ClusterOption changes how StartCluster brings a control plane up.
 type ClusterOption func(*clusterOptions)
 
@@ -53,6 +60,8 @@ type clusterOptions struct {
 	nodePods    int
 	timeout     time.Duration
 	auditPolicy string
+	minor       string
+	binaries    map[string]string
 }
 
 // WithNodePods sets the fake node's pod capacity (default 110).
@@ -60,8 +69,9 @@ func WithNodePods(n int) ClusterOption {
 	return func(o *clusterOptions) { o.nodePods = n }
 }
 
-// WithTimeout bounds each wait: for the cluster to come up, and for a
-// component started again to serve (default one minute).
+// WithTimeout bounds each wait for progress: while the cluster comes up
+// (startup.go), and for a component started again to serve (default
+// DefaultTimeout).
 func WithTimeout(d time.Duration) ClusterOption {
 	return func(o *clusterOptions) { o.timeout = d }
 }
@@ -72,11 +82,63 @@ func WithAuditPolicy(path string) ClusterOption {
 	return func(o *clusterOptions) { o.auditPolicy = path }
 }
 
+// WithKubernetesMinor runs the control plane of a Kubernetes minor release
+// hack/tools pins, e.g. "1.35". Default: $K8S_MINOR, else the newest one
+// (DefaultKubernetesMinor).
+func WithKubernetesMinor(minor string) ClusterOption {
+	return func(o *clusterOptions) { o.minor = minor }
+}
+
+// WithComponentBinary runs the component (KubeControllerManager, ...) from
+// path instead of the binary hack/build-tools.sh built.
+func WithComponentBinary(component, path string) ClusterOption {
+	return func(o *clusterOptions) { o.binaries[component] = path }
+}
+
+// KubernetesMinors are the Kubernetes minor releases hack/tools pins a
+// control plane for (one module hack/tools/k8s-<minor> each), newest first.
+func KubernetesMinors(root string) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "hack", "tools", "k8s-1.*", "go.mod"))
+	if err != nil {
+		return nil, err
+	}
+	var minors []string
+	for _, d := range dirs {
+		minors = append(minors, strings.TrimPrefix(filepath.Base(filepath.Dir(d)), "k8s-"))
+	}
+	slices.SortFunc(minors, func(a, b string) int { return minorNumber(b) - minorNumber(a) })
+	if len(minors) == 0 {
+		return nil, fmt.Errorf("no hack/tools/k8s-<minor>/go.mod under %s", root)
+	}
+	return minors, nil
+}
+
+// minorNumber is 37 for "1.37".
+func minorNumber(minor string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(minor, "1."))
+	return n
+}
+
+// DefaultKubernetesMinor is the minor StartCluster runs unless told
+// otherwise: $K8S_MINOR if set, else the newest hack/tools pins.
+func DefaultKubernetesMinor(root string) (string, error) {
+	if m := os.Getenv("K8S_MINOR"); m != "" {
+		return m, nil
+	}
+	minors, err := KubernetesMinors(root)
+	if err != nil {
+		return "", err
+	}
+	return minors[0], nil
+}
+
 // kwokctl drives one cluster with _output/bin/kwokctl.
 type kwokctl struct {
 	root    string
 	workdir string // KWOK_WORKDIR
 	timeout time.Duration
+	// binaries are the components' binaries, by component name.
+	binaries map[string]string
 }
 
 // command is kwokctl with args, for this cluster: its work dir and name.
@@ -112,24 +174,39 @@ func (k *kwokctl) kubeconfig() string {
 }
 
 // create creates the cluster and starts its components, on the ports of
-// portsConfig.
+// portsConfig. kwokctl starts them without waiting for any: startup.go
+// brings them up.
 func (k *kwokctl) create(o clusterOptions, portsConfig string) error {
-	bin := filepath.Join(k.root, "_output", "bin")
 	args := []string{"create", "cluster",
 		"--config=" + filepath.Join(k.root, "hack", "kwokctl.yaml"),
 		"--config=" + portsConfig,
 		"--kubeconfig=" + k.kubeconfig(),
 		"--timeout=" + k.timeout.String(),
-		"--etcd-binary=" + filepath.Join(bin, "etcd"),
-		"--kube-apiserver-binary=" + filepath.Join(bin, "kube-apiserver"),
-		"--kube-controller-manager-binary=" + filepath.Join(bin, "kube-controller-manager"),
-		"--kube-scheduler-binary=" + filepath.Join(bin, "kube-scheduler"),
-		"--kwok-controller-binary=" + filepath.Join(bin, "kwok"),
+		"--etcd-binary=" + k.binaries[Etcd],
+		"--kube-apiserver-binary=" + k.binaries[KubeAPIServer],
+		"--kube-controller-manager-binary=" + k.binaries[KubeControllerManager],
+		"--kube-scheduler-binary=" + k.binaries[KubeScheduler],
+		"--kwok-controller-binary=" + k.binaries[Kwok],
 	}
 	if o.auditPolicy != "" {
 		args = append(args, "--kube-audit-policy="+o.auditPolicy)
 	}
 	return k.run(args...)
+}
+
+// builtBinaries are the components' binaries as hack/build-tools.sh builds
+// them for the minor: etcd and kwok in _output/bin, the Kubernetes ones in
+// _output/bin/k8s-<minor>.
+func builtBinaries(root, minor string) map[string]string {
+	bin := filepath.Join(root, "_output", "bin")
+	k8s := filepath.Join(bin, "k8s-"+minor)
+	return map[string]string{
+		Etcd:                  filepath.Join(bin, "etcd"),
+		Kwok:                  filepath.Join(bin, "kwok"),
+		KubeAPIServer:         filepath.Join(k8s, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(k8s, "kube-controller-manager"),
+		KubeScheduler:         filepath.Join(k8s, "kube-scheduler"),
+	}
 }
 
 // delete stops every component and removes the cluster, after copying its
@@ -223,23 +300,33 @@ func portsFree(first, n int) bool {
 }
 
 // StartCluster brings up a local control plane with kwokctl, dir its work
-// dir (KWOK_WORKDIR), and waits until its fake node is Ready and pods may be
-// created in the default namespace. A cluster left in dir by an earlier,
-// killed run is deleted first. The control-plane binaries are built if they
-// are out of date.
+// dir (KWOK_WORKDIR), and waits until every component serves, its fake node
+// is Ready and untainted and pods may be created in the default namespace,
+// starting again any component that exits meanwhile (startup.go). A cluster
+// left in dir by an earlier, killed run is deleted first. The control-plane
+// binaries are built if they are out of date.
 func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
-	o := clusterOptions{nodePods: 110, timeout: time.Minute}
+	o := clusterOptions{nodePods: 110, timeout: DefaultTimeout, binaries: map[string]string{}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.minor == "" {
+		m, err := DefaultKubernetesMinor(root)
+		if err != nil {
+			return nil, err
+		}
+		o.minor = m
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := buildTools(root); err != nil {
+	if err := buildTools(root, o.minor); err != nil {
 		return nil, err
 	}
-	k := &kwokctl{root: root, workdir: dir, timeout: o.timeout}
+	binaries := builtBinaries(root, o.minor)
+	maps.Copy(binaries, o.binaries)
+	k := &kwokctl{root: root, workdir: dir, timeout: o.timeout, binaries: binaries}
 	if err := k.delete(); err != nil {
 		return nil, fmt.Errorf("deleting the cluster left in %s: %w", dir, err)
 	}
@@ -256,8 +343,9 @@ func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 	return c, nil
 }
 
-// startCluster creates the cluster, connects to it and registers the fake
-// node.
+// startCluster creates the cluster and brings it up: every component
+// serving, the fake node Ready and untainted, the default ServiceAccount
+// there; and checks that it runs the Kubernetes minor asked for.
 func startCluster(k *kwokctl, o clusterOptions) (*Cluster, error) {
 	portsConfig, err := k.writePortsConfig()
 	if err != nil {
@@ -271,55 +359,77 @@ func startCluster(k *kwokctl, o clusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	c.Dir, c.kwok = k.workdir, k
-	if err := c.waitServing(KubeAPIServer); err != nil {
+	up := newStartup(c, o.timeout, func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "control plane in %s: "+format+"\n", append([]any{k.workdir}, args...)...)
+	})
+	if err := up.until("every component to serve", up.allServing); err != nil {
+		return nil, err
+	}
+	if err := c.checkMinor(o.minor); err != nil {
 		return nil, err
 	}
 	ctx := context.Background()
-	if err := c.addFakeNode(ctx, o.nodePods); err != nil {
+	node, err := c.addFakeNode(ctx, o.nodePods)
+	if err != nil {
 		return nil, err
 	}
-	// Pods cannot be created before the namespace's default
-	// ServiceAccount exists.
-	err = Poll(ctx, 200*time.Millisecond, o.timeout, func(ctx context.Context) (bool, error) {
-		_, err := c.Kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, ignoreNotFound(err)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the default ServiceAccount: %w", err)
-	}
-	return c, nil
-}
-
-// addFakeNode creates the node of hack/kwok-node.yaml with room for pods
-// pods, and waits until kwok has made it Ready and the node controller has
-// removed its not-ready taint.
-func (c *Cluster) addFakeNode(ctx context.Context, pods int) error {
-	data, err := os.ReadFile(filepath.Join(c.Root, "hack", "kwok-node.yaml"))
-	if err != nil {
-		return err
-	}
-	var node corev1.Node
-	if err := yaml.UnmarshalStrict(data, &node); err != nil {
-		return fmt.Errorf("hack/kwok-node.yaml: %w", err)
-	}
-	capacity := *resource.NewQuantity(int64(pods), resource.DecimalSI)
-	node.Status.Capacity[corev1.ResourcePods] = capacity
-	node.Status.Allocatable[corev1.ResourcePods] = capacity
-	// A node's status is kept on create.
-	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &node, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating node %s: %w", node.Name, err)
-	}
-	err = Poll(ctx, 200*time.Millisecond, c.kwok.timeout, func(ctx context.Context) (bool, error) {
-		n, err := c.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	err = up.until("node "+node+" to be Ready and untainted", func(ctx context.Context) (bool, error) {
+		n, err := c.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return nodeReady(n) && len(n.Spec.Taints) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for node %s to be Ready and untainted: %w", node.Name, err)
+		return nil, err
 	}
+	// Pods cannot be created before the namespace's default
+	// ServiceAccount exists.
+	err = up.until("the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := c.Kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, ignoreNotFound(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkMinor fails unless kube-apiserver reports the minor release asked
+// for: a binary of another release, or one built without its version stamp
+// (v0.0.0), would pass every test for the wrong reason.
+func (c *Cluster) checkMinor(minor string) error {
+	v, err := c.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(v.GitVersion, "v"+minor+".") || v.Major+"."+v.Minor != minor {
+		return fmt.Errorf("kube-apiserver is %s (major %q, minor %q), want Kubernetes %s", v.GitVersion, v.Major, v.Minor, minor)
+	}
+	c.KubernetesVersion = v.GitVersion
 	return nil
+}
+
+// addFakeNode creates the node of hack/kwok-node.yaml with room for pods
+// pods, and returns its name. kwok makes it Ready; the node controller then
+// removes its not-ready taint.
+func (c *Cluster) addFakeNode(ctx context.Context, pods int) (string, error) {
+	data, err := os.ReadFile(filepath.Join(c.Root, "hack", "kwok-node.yaml"))
+	if err != nil {
+		return "", err
+	}
+	var node corev1.Node
+	if err := yaml.UnmarshalStrict(data, &node); err != nil {
+		return "", fmt.Errorf("hack/kwok-node.yaml: %w", err)
+	}
+	capacity := *resource.NewQuantity(int64(pods), resource.DecimalSI)
+	node.Status.Capacity[corev1.ResourcePods] = capacity
+	node.Status.Allocatable[corev1.ResourcePods] = capacity
+	// A node's status is kept on create.
+	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &node, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating node %s: %w", node.Name, err)
+	}
+	return node.Name, nil
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -362,13 +472,24 @@ func (c *Cluster) AuditLogPath() string {
 }
 
 // buildTools runs hack/build-tools.sh, which builds the control-plane
-// binaries unless they are up to date.
-func buildTools(root string) error {
+// binaries of the minor unless they are up to date.
+func buildTools(root, minor string) error {
 	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"))
+	cmd.Env = append(os.Environ(), "K8S_MINOR="+minor)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("hack/build-tools.sh: %w", err)
 	}
 	return nil
+}
+
+// DeleteCluster deletes the control plane StartCluster started in dir, from
+// any process, keeping its logs in dir/logs. No cluster there is no error.
+func DeleteCluster(root, dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	return (&kwokctl{root: root, workdir: dir, timeout: DefaultTimeout}).delete()
 }

@@ -312,7 +312,7 @@ func (c *Cluster) waitServing(name string) error {
 		return fmt.Errorf("waiting for %s to serve: %w", name, err)
 	}
 	if exited {
-		return fmt.Errorf("%s exited while starting; end of its log:\n%s", name, c.kwok.logTail(name))
+		return fmt.Errorf("%s exited while starting; end of its log:\n%s", name, c.kwok.logTail(name, 3000))
 	}
 	return nil
 }
@@ -397,11 +397,11 @@ func (k *kwokctl) ports() (kwokctlPorts, error) {
 	}
 }
 
-// logTail is the end of a component's log.
-func (k *kwokctl) logTail(name string) string {
+// logTail is the last n bytes of a component's log.
+func (k *kwokctl) logTail(name string, n int) string {
 	data, err := os.ReadFile(filepath.Join(k.clusterDir(), "logs", name+".log"))
 	if err != nil {
 		return err.Error()
 	}
-	return Trim(string(data), 3000)
+	return Trim(string(data), n)
 }

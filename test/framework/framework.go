@@ -67,9 +67,12 @@ type Cluster struct {
 	Root       string
 	Dir        string // kwokctl's work dir, set when this process started the cluster
 	Kubeconfig string
-	Config     *rest.Config
-	Kube       kubernetes.Interface
-	Sample     clientset.Interface
+	// KubernetesVersion is kube-apiserver's release (v1.37.2), set when
+	// this process started the cluster.
+	KubernetesVersion string
+	Config            *rest.Config
+	Kube              kubernetes.Interface
+	Sample            clientset.Interface
 
 	// kwok drives the cluster this process started (cluster.go).
 	kwok *kwokctl
@@ -386,6 +389,36 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 				return fmt.Errorf("timed out after %v: %w", timeout, last)
 			}
 			return fmt.Errorf("timed out after %v", timeout)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// PollProgress polls observe every interval until it reports done, and
+// returns how long that took. It waits for the work to move, not for a
+// total a slow machine misses: it fails only when what observe reports as
+// progress (a count of what is done, say) stays the same for stall, with
+// the last progress and error seen.
+func PollProgress(ctx context.Context, interval, stall time.Duration, observe func(context.Context) (done bool, progress string, err error)) (time.Duration, error) {
+	began := time.Now()
+	moved := began
+	last, lastErr := "", error(nil)
+	for {
+		done, progress, err := observe(ctx)
+		if err == nil && done {
+			return time.Since(began), nil
+		}
+		lastErr = err
+		if progress != last {
+			last, moved = progress, time.Now()
+		}
+		if time.Since(moved) > stall {
+			return time.Since(began), fmt.Errorf("no progress for %v (after %v): %s (last error: %v)",
+				stall, time.Since(began).Round(time.Second), last, lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(began), ctx.Err()
 		case <-time.After(interval):
 		}
 	}
