@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,24 +215,37 @@ func TestGuardedClientWritesOnlyWhileTheFenceIsOpen(t *testing.T) {
 }
 
 func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
-	f := NewFence(Config{LeaseDuration: time.Second, RenewDeadline: 200 * time.Millisecond, RetryPeriod: 100 * time.Millisecond})
-	f.renewedAt(time.Now())
+	// The fence reads a clock the test sets (nanoseconds after start), so
+	// only that clock says when the window has passed, however slowly the
+	// machine runs the fence's goroutine.
+	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	var elapsed atomic.Int64
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	f := NewFence(Config{LeaseDuration: time.Second, RenewDeadline: 200 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}) // a 300 ms window
+	f.now = func() time.Time { return at(time.Duration(elapsed.Load())) }
+	f.renewedAt(at(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	closed := f.closed(ctx)
 
-	// Renewed halfway: the window moves and the channel stays open past
-	// the first closing time.
-	time.Sleep(150 * time.Millisecond)
-	renewed := time.Now()
-	f.renewedAt(renewed)
+	// Renewed at 200 ms: the window moves to end at 500 ms, past the first
+	// closing time (300 ms).
+	elapsed.Store(int64(200 * time.Millisecond))
+	f.renewedAt(at(200 * time.Millisecond))
+	elapsed.Store(int64(499 * time.Millisecond))
+	// The goroutine looks at the clock whenever the time it computed is
+	// left passes: a second gives it many looks, none of which may close.
 	select {
 	case <-closed:
-		if since := time.Since(renewed); since < 300*time.Millisecond {
-			t.Fatalf("closed %s after a renewal, want at least the 300 ms window", since)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("not closed 5 s after the last renewal")
+		t.Fatal("closed at 499 ms, before the window opened by the renewal at 200 ms ends (500 ms)")
+	case <-time.After(time.Second):
+	}
+
+	elapsed.Store(int64(500 * time.Millisecond))
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed 10 s after the window passed")
 	}
 	if err := f.Check(); !errors.Is(err, ErrFenced) {
 		t.Errorf("Check after closed fired: %v", err)

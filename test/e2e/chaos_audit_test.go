@@ -27,18 +27,18 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 // staleTolerance is how long after a Foo's change a Deployment write may
 // still carry the Foo's value from before: the time a legitimate leader's
-// cache takes to learn of the change through its watch. Observed well
-// under 100 ms on a quiet machine; a second covers a loaded two-core one.
-// A replica woken from a pause longer than the lease duration is seconds
-// behind, and is caught.
-const staleTolerance = time.Second
+// cache takes to learn of the change through its watch (well under 100 ms
+// on a quiet machine, seconds on a loaded one). It must stay below how long
+// the zombie leader stays paused after the user's scaling (zombiePause):
+// a zombie's write of the value from before its pause comes at least that
+// long after the change, and is caught.
+const staleTolerance = zombiePause / 2
 
 // auditFindings is what the audit log showed.
 type auditFindings struct {

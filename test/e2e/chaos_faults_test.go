@@ -38,8 +38,9 @@ import (
 
 const (
 	// zombiePause is how long a paused leader stays paused, counted from
-	// when a standby took its Lease: a pause past the lease duration.
-	zombiePause = chaosLeaseDuration / 2
+	// when a standby took its Lease and the user scaled some Foos: a pause
+	// past the lease duration, and twice the audit check's staleTolerance.
+	zombiePause = chaosLeaseDuration
 	// apiServerHang is how long the kube-apiserver stays paused: past the
 	// leader's renew deadline, so the leader gives up and is restarted.
 	apiServerHang = chaosRenewDeadline + 3*time.Second

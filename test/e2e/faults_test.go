@@ -483,13 +483,22 @@ func testNamespaceDeleted(t *testing.T, n int) {
 		t.Errorf("creating a Foo in the deleted namespace failed with %v, want Forbidden (terminating) or NotFound", c.err)
 	}
 
-	eventually(t, faultConvergeTimeout, "namespace "+r.ns+" to be gone", func(ctx context.Context) (bool, error) {
+	// The namespace controller deletes the Foos, the garbage collector
+	// their Deployments: the wait is for them to go on going.
+	_, err := framework.PollProgress(ctx, 200*time.Millisecond, faultStall, func(ctx context.Context) (bool, string, error) {
 		_, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, r.ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return true, nil
+			return true, "", nil
 		}
-		return false, err
+		if err != nil {
+			return false, "", err
+		}
+		seen, err := r.observe(ctx)
+		return false, seen.progress(), err
 	})
+	if err != nil {
+		t.Fatalf("waiting for namespace %s to be gone: %v", r.ns, err)
+	}
 	// The syncs counted are those until the scrape, so the window the
 	// bounds allow for ends there too, not when the namespace was seen gone.
 	after := scrape(t, r.leader.Controller)

@@ -87,6 +87,10 @@ func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 		d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplev1alpha1.LabelController] != controller {
 		return fmt.Errorf("Deployment %s selector %v", d.Name, d.Spec.Selector)
 	}
+	if pod := d.Spec.Template.Labels; pod[samplev1alpha1.LabelApp] != "nginx" || pod[samplev1alpha1.LabelController] != controller {
+		return fmt.Errorf("Deployment %s pod template labels %v, want %s=nginx and %s=%s", d.Name, pod,
+			samplev1alpha1.LabelApp, samplev1alpha1.LabelController, controller)
+	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != specReplicas(foo) {
 		return fmt.Errorf("Deployment %s spec.replicas %v, want %d", d.Name, d.Spec.Replicas, specReplicas(foo))
 	}
