@@ -67,7 +67,7 @@ BENCH_RUNS ?= 3
 bench: tools
 	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" go test -tags bench -count=1 -v -timeout 240m -run TestBenchmark ./test/bench/
 
-## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/operations.md, Failure modes).
+## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/failure-modes.md, The soak).
 SOAK_DURATION ?= 1h
 SOAK_FOOS ?= 2000
 SOAK_FAULT_EVERY ?= 4m

@@ -48,7 +48,7 @@ const (
 
 // nonResourceGrants is what RBAC grants each user: verb get on these
 // non-resource URLs. readerUser has the metrics-reader ClusterRole;
-// profilerUser has the profile-reader ClusterRole of docs/operations.md.
+// profilerUser has the profile-reader ClusterRole of docs/monitoring.md.
 var nonResourceGrants = map[string][]string{
 	readerUser:   {"/metrics"},
 	profilerUser: {"/debug/pprof/*"},

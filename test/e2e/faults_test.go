@@ -23,7 +23,7 @@ package e2e
 // the middle of converging hundreds of Foos. Every scenario ends with every
 // Foo Ready, exactly one Deployment per Foo, no orphan, and at most one
 // Warning event per problem; each prints how long convergence took after the
-// fault and what the controller retried. docs/operations.md ("Failure
+// fault and what the controller retried. docs/failure-modes.md ("Failure
 // modes") describes what an operator sees in each case.
 
 import (

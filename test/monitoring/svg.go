@@ -18,7 +18,7 @@ package monitoring
 
 // A plain SVG picture of the dashboard's panels, drawn from the series a
 // real Prometheus answered for their queries: the e2e suite draws it, and
-// docs/operations.md shows one. It is no Grafana screenshot: one line chart
+// docs/monitoring.md shows one. It is no Grafana screenshot: one line chart
 // per panel, in the dashboard's order and layout of two columns.
 
 import (
