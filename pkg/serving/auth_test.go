@@ -136,7 +136,7 @@ func answerReview[T runtime.Object](create func(context.Context, T, metav1.Creat
 // reviewing fake clientset it returns.
 func guardedServer(t *testing.T) (*httptest.Server, *fake.Clientset) {
 	t.Helper()
-	return guardedServerOf(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return guardedServerOf(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
 	}))
 }

@@ -349,7 +349,7 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 	ctx := context.Background()
 	flowcontrol := cluster.Kube.FlowcontrolV1()
 	const level = "e2e-throttled"
-	var subjects []flowcontrolv1.Subject
+	subjects := make([]flowcontrolv1.Subject, 0, len(names))
 	for _, name := range names {
 		subjects = append(subjects, flowcontrolv1.Subject{
 			Kind:           flowcontrolv1.SubjectKindServiceAccount,

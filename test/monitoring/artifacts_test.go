@@ -61,8 +61,9 @@ func rendered(t *testing.T) []metav1.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []metav1.Object
-	for _, doc := range SplitDocuments(stream) {
+	docs := SplitDocuments(stream)
+	objs := make([]metav1.Object, 0, len(docs))
+	for _, doc := range docs {
 		obj, err := DecodeObject(doc)
 		if err != nil {
 			t.Fatalf("%v in:\n%s", err, doc)
