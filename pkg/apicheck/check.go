@@ -49,8 +49,8 @@ import (
 const InstallHint = "kubectl apply -f artifacts/examples/crd.yaml"
 
 // ErrFooAPIMissing is the answer when the cluster does not serve Foos.
-var ErrFooAPIMissing = fmt.Errorf("the Foo API is not served by this cluster: CustomResourceDefinition %s is not installed; "+
-	"install it with: %s", samplev1alpha1.FooCRDName, InstallHint)
+var ErrFooAPIMissing = fmt.Errorf("the Foo API is not served by this cluster: "+
+	"CustomResourceDefinition %s is not installed; install it with: %s", samplev1alpha1.FooCRDName, InstallHint)
 
 // FooAPI is what a cluster serves of the Foo version this controller speaks,
 // as far as the controller depends on it.
@@ -125,7 +125,8 @@ func (api *FooAPI) Missing() []string {
 		}
 	}
 	if len(fields) > 0 {
-		missing = append(missing, "its schema lacks "+strings.Join(fields, ", ")+", which the API server would prune from every status write")
+		missing = append(missing, "its schema lacks "+strings.Join(fields, ", ")+
+			", which the API server would prune from every status write")
 	}
 	return missing
 }

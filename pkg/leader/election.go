@@ -80,7 +80,8 @@ func DefaultNamespace() string {
 // standby take over at its next retry instead of waiting for the Lease to
 // expire. A leader that fails to renew its Lease exits at once: another
 // replica may already be leading. Until then, the fence holds its writes.
-func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence, run func(context.Context) error) error {
+func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence,
+	run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	client, err := leaseClient(kubeCfg, cfg.RetryPeriod)
 	if err != nil {

@@ -48,7 +48,7 @@ import (
 // deadline plus a retry period), which leaves the rest of the lease duration
 // (3 s by default) to a request already on its way and to clocks that run at
 // slightly different rates. While the fence is closed the workers wait
-// (Controller.waitMayWrite) and writes are refused; a renewal opens it again
+// (WaitOpen, before each sync) and writes are refused; a renewal opens it again
 // (the API server was slow, say, and the Lease is still ours), and if none
 // comes the elector gives up and the process exits, as without the fence.
 //
@@ -61,7 +61,7 @@ import (
 // process froze is sent when it wakes. Deployment repairs carry the
 // resourceVersion they were computed from and status writes the Foo's, so the
 // API server refuses such a write if anything changed the object since; a
-// create or delete has no such guard (see docs/operations.md).
+// create or delete has no such guard (see docs/failure-modes.md).
 
 // ErrFenced is returned for a write attempted while the fence is closed.
 var ErrFenced = errors.New("leader election fence: this replica's Lease is not renewed recently enough to write")

@@ -126,12 +126,14 @@ func withDelegatedAuth(authn authenticator.Request, authz authorizer.Authorizer,
 		if err != nil {
 			// The SubjectAccessReview itself failed (after retries): neither
 			// yes nor no, so the caller may try again.
-			logger.Error(err, "Authorizing a metrics request", "user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path)
+			logger.Error(err, "Authorizing a metrics request",
+				"user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path)
 			http.Error(w, "authorization failed, try again", http.StatusInternalServerError)
 			return
 		}
 		if decision != authorizer.DecisionAllow {
-			logger.V(4).Info("Metrics request denied", "user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path, "reason", reason)
+			logger.V(4).Info("Metrics request denied",
+				"user", resp.User.GetName(), "verb", attrs.Verb, "path", attrs.Path, "reason", reason)
 			http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
 			return
 		}

@@ -48,7 +48,7 @@ const (
 
 // nonResourceGrants is what RBAC grants each user: verb get on these
 // non-resource URLs. readerUser has the metrics-reader ClusterRole;
-// profilerUser has the profile-reader ClusterRole of docs/operations.md.
+// profilerUser has the profile-reader ClusterRole of docs/monitoring.md.
 var nonResourceGrants = map[string][]string{
 	readerUser:   {"/metrics"},
 	profilerUser: {"/debug/pprof/*"},
@@ -136,7 +136,7 @@ func answerReview[T runtime.Object](create func(context.Context, T, metav1.Creat
 // reviewing fake clientset it returns.
 func guardedServer(t *testing.T) (*httptest.Server, *fake.Clientset) {
 	t.Helper()
-	return guardedServerOf(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return guardedServerOf(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
 	}))
 }

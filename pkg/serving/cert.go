@@ -72,7 +72,8 @@ func selfSignedCertificate() (*tls.Certificate, error) {
 	if err != nil {
 		host = "localhost"
 	}
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(host, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, []string{"localhost"})
+	loopback := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey(host, loopback, []string{"localhost"})
 	if err != nil {
 		return nil, fmt.Errorf("generating a self-signed serving certificate: %w", err)
 	}
@@ -102,7 +103,8 @@ func newReloadingCertificate(ctx context.Context, certFile, keyFile string) (*re
 	if err != nil {
 		return nil, fmt.Errorf("loading -tls-cert-file and -tls-private-key-file: %w", err)
 	}
-	r := &reloadingCertificate{content: content, logger: klog.FromContext(ctx).WithValues("certFile", certFile, "keyFile", keyFile)}
+	logger := klog.FromContext(ctx).WithValues("certFile", certFile, "keyFile", keyFile)
+	r := &reloadingCertificate{content: content, logger: logger}
 	if err := r.load(); err != nil {
 		return nil, err
 	}

@@ -201,5 +201,6 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 	if err != nil {
 		return err
 	}
-	return serveWithTLS(ctx, "metrics", o.BindAddress, withDelegatedAuth(authn, authz, metricsHandler(o.Profiling)), tlsConfig)
+	handler := withDelegatedAuth(authn, authz, metricsHandler(o.Profiling))
+	return serveWithTLS(ctx, "metrics", o.BindAddress, handler, tlsConfig)
 }

@@ -171,7 +171,7 @@ func TestBenchmark(t *testing.T) {
 	began := time.Now()
 	b.report("sizes %v, floor and controller runs of each %v, floor with %d goroutines; %d unrelated Deployments, %d spec changes",
 		sizes, runs, floorWorkers, numUnrelated, numChanges)
-	var series []sizeResult
+	series := make([]sizeResult, 0, len(sizes))
 	for i, n := range sizes {
 		r := b.measureSize(n, runsAt(i))
 		b.summarize(r)

@@ -310,7 +310,7 @@ func (b *bench) summarize(r sizeResult) {
 
 // joinCounts renders counts by label as "a 1, b 2", sorted.
 func joinCounts(counts map[string]float64) string {
-	var parts []string
+	parts := make([]string, 0, len(counts))
 	for label, v := range counts {
 		parts = append(parts, fmt.Sprintf("%s %.0f", label, v))
 	}

@@ -86,8 +86,8 @@ func (b *bench) newTracker(ns string) *tracker {
 	deploymentInformer := kubeFactory.Apps().V1().Deployments().Informer()
 	_, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { t.observeFoo(obj.(*samplev1alpha1.Foo), false) },
-		UpdateFunc: func(old, new interface{}) {
-			t.observeFoo(new.(*samplev1alpha1.Foo), old.(*samplev1alpha1.Foo).ResourceVersion != new.(*samplev1alpha1.Foo).ResourceVersion)
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			t.observeFoo(newObj.(*samplev1alpha1.Foo), oldObj.(*samplev1alpha1.Foo).ResourceVersion != newObj.(*samplev1alpha1.Foo).ResourceVersion)
 		},
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func (b *bench) newTracker(ns string) *tracker {
 	}
 	_, err = deploymentInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { t.observeDeployment(obj.(*appsv1.Deployment)) },
-		UpdateFunc: func(_, new interface{}) { t.observeDeployment(new.(*appsv1.Deployment)) },
+		UpdateFunc: func(_, newObj interface{}) { t.observeDeployment(newObj.(*appsv1.Deployment)) },
 	})
 	if err != nil {
 		b.t.Fatal(err)

@@ -38,7 +38,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 	ensureStandardCRD(t)
 	c := startController(t, "controller", controllerArgs(ns, "-resync-period=5s")...)
 
-	var created []*samplev1alpha1.Foo
+	created := make([]*samplev1alpha1.Foo, 0, 3)
 	for i := range 3 {
 		created = append(created, createFoo(t, newFoo(ns, fmt.Sprintf("foo-%d", i), fmt.Sprintf("deploy-%d", i), int32p(int32(i+1)))))
 	}

@@ -86,7 +86,7 @@ func expectNone(t *testing.T, what string, found []string) {
 }
 
 func describeLeaderships(leaderships []framework.Leadership) string {
-	var parts []string
+	parts := make([]string, 0, len(leaderships))
 	for _, l := range leaderships {
 		to := "now"
 		if !l.To.IsZero() {

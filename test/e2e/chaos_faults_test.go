@@ -69,14 +69,14 @@ var chaosFaults = []chaosFault{
 	{"leader-sigstop-past-lease", func(t *testing.T, s *chaosScenario) {
 		s.pauseLeaderPastLease(t)
 	}},
-	{"kube-apiserver-sigkill", func(t *testing.T, s *chaosScenario) {
+	{"kube-apiserver-sigkill", func(t *testing.T, _ *chaosScenario) {
 		killForAWhile(t, framework.KubeAPIServer)
 	}},
-	{"etcd-sigkill", func(t *testing.T, s *chaosScenario) {
+	{"etcd-sigkill", func(t *testing.T, _ *chaosScenario) {
 		killForAWhile(t, framework.Etcd)
 		restartClusterControllers(t)
 	}},
-	{"kube-apiserver-sigstop", func(t *testing.T, s *chaosScenario) {
+	{"kube-apiserver-sigstop", func(t *testing.T, _ *chaosScenario) {
 		repairAtEnd(t, framework.KubeAPIServer)
 		if err := cluster.PauseComponent(framework.KubeAPIServer); err != nil {
 			t.Fatal(err)

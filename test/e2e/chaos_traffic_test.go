@@ -71,7 +71,7 @@ var userOps = []userOp{
 	{"scale-foo", 6, func(ctx context.Context, tr *traffic, foo string) error {
 		return tr.patchFoo(ctx, foo, fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+tr.intN(5)))
 	}},
-	{"kubectl-scale", 2, func(ctx context.Context, tr *traffic, foo string) error {
+	{"kubectl-scale", 2, func(_ context.Context, tr *traffic, foo string) error {
 		_, err := cluster.Kubectl("", "scale", "-n", tr.ns, "--timeout=10s", "foo/"+foo, "--replicas="+strconv.Itoa(1+tr.intN(5)))
 		return err
 	}},
@@ -176,7 +176,7 @@ func (tr *traffic) someFoos(n int) []string {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	perm := tr.rng.Perm(len(tr.foos))
-	var out []string
+	out := make([]string, 0, min(n, len(perm)))
 	for _, i := range perm[:min(n, len(perm))] {
 		out = append(out, tr.foos[i])
 	}
@@ -248,7 +248,7 @@ func (tr *traffic) halt() {
 func (tr *traffic) String() string {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	var parts []string
+	parts := make([]string, 0, len(userOps))
 	for _, op := range userOps {
 		parts = append(parts, fmt.Sprintf("%s %d (+%d refused)", op.name, tr.done_[op.name], tr.failed[op.name]))
 	}

@@ -74,7 +74,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[samplev1alpha1.LabelController] != "" {
-		t.Fatalf("the hand edit did not stick: %+v", edited.ObjectMeta.Labels)
+		t.Fatalf("the hand edit did not stick: %+v", edited.Labels)
 	}
 
 	var repaired *appsv1.Deployment

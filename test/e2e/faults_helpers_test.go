@@ -403,7 +403,7 @@ func (r *faultRun) controllerFigures(t *testing.T) string {
 			codes[s.Labels["method"]+" "+s.Labels["code"]] += s.Value
 		}
 	}
-	var failed []string
+	failed := make([]string, 0, len(codes))
 	for k, v := range codes {
 		failed = append(failed, fmt.Sprintf("%s: %.0f", k, v))
 	}

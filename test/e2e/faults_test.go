@@ -23,7 +23,7 @@ package e2e
 // the middle of converging hundreds of Foos. Every scenario ends with every
 // Foo Ready, exactly one Deployment per Foo, no orphan, and at most one
 // Warning event per problem; each prints how long convergence took after the
-// fault and what the controller retried. docs/operations.md ("Failure
+// fault and what the controller retried. docs/failure-modes.md ("Failure
 // modes") describes what an operator sees in each case.
 
 import (
@@ -349,7 +349,7 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 	ctx := context.Background()
 	flowcontrol := cluster.Kube.FlowcontrolV1()
 	const level = "e2e-throttled"
-	var subjects []flowcontrolv1.Subject
+	subjects := make([]flowcontrolv1.Subject, 0, len(names))
 	for _, name := range names {
 		subjects = append(subjects, flowcontrolv1.Subject{
 			Kind:           flowcontrolv1.SubjectKindServiceAccount,

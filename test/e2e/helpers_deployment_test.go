@@ -218,7 +218,7 @@ func unmanagedDeployment(ns, name string, replicas int32) *appsv1.Deployment {
 
 // managers lists the field managers recorded on an object.
 func managers(obj metav1.Object) []string {
-	var names []string
+	names := make([]string, 0, len(obj.GetManagedFields()))
 	for _, mf := range obj.GetManagedFields() {
 		names = append(names, mf.Manager+"/"+string(mf.Operation))
 	}

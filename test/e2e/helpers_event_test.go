@@ -48,7 +48,7 @@ func fooEvents(ctx context.Context, ns string, uid string, reason string) ([]cor
 }
 
 func describeEvents(events []corev1.Event) string {
-	var lines []string
+	lines := make([]string, 0, len(events))
 	for _, e := range events {
 		lines = append(lines, fmt.Sprintf("%s %s count=%d source=%s: %s", e.Type, e.Reason, e.Count, e.Source.Component, e.Message))
 	}

@@ -77,7 +77,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 		t.Fatalf("spec.replicas %d after kubectl scale --replicas=3", specReplicas(foo))
 	}
 	waitManagedDeployment(t, ns, name, foo) // spec.replicas 3
-	foo = waitFooReady(t, ns, name)
+	waitFooReady(t, ns, name)
 
 	raw := kubectl(t, "get", "--raw", "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/"+ns+"/foos/"+name+"/scale")
 	var scale autoscalingv1.Scale
@@ -105,7 +105,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 
 	// kubectl explain: the schema's descriptions are published (OpenAPI
 	// follows the CRD after a moment).
-	eventually(t, convergeTimeout, "kubectl explain foo.spec.deploymentName", func(ctx context.Context) (bool, error) {
+	eventually(t, convergeTimeout, "kubectl explain foo.spec.deploymentName", func(context.Context) (bool, error) {
 		out, err := cluster.Kubectl("", "explain", "foo.spec.deploymentName")
 		if err != nil {
 			return false, err

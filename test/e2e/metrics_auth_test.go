@@ -72,7 +72,7 @@ func TestMetricsAuthDefaultServesOnlyAuthorizedCallers(t *testing.T) {
 		expectStatus(t, token, http.StatusForbidden)
 	})
 	t.Run("serviceaccount_bound_to_metrics_reader_is_200_with_metrics", func(t *testing.T) {
-		// As docs/operations.md tells an operator to bind Prometheus.
+		// As docs/monitoring.md tells an operator to bind Prometheus.
 		const sa = "prometheus"
 		binding := "e2e-" + ns + "-" + sa
 		if err := cluster.BindMetricsReader(ctx, binding, ns, sa); err != nil {

@@ -64,7 +64,7 @@ const (
 )
 
 // allowedLintProblems are the series promtool check metrics may complain
-// about, with why they are served all the same (docs/operations.md,
+// about, with why they are served all the same (docs/monitoring.md,
 // "promtool and the served series"). None is the project's own.
 var allowedLintProblems = map[string]string{
 	"authentication_token_cache_active_fetch_count": "k8s.io/apiserver's token cache: a gauge whose name ends in _count",
@@ -348,7 +348,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	// E2E_MONITORING_HOLD (a duration, e.g. 3m) keeps the run going that
 	// long, rescaling a Foo every 10 s, so the dashboard picture drawn
 	// below has more than a minute to show (how the one in
-	// docs/operations.md was drawn).
+	// docs/monitoring.md was drawn).
 	if hold := os.Getenv("E2E_MONITORING_HOLD"); hold != "" {
 		d, err := time.ParseDuration(hold)
 		if err != nil {
@@ -418,7 +418,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 			panels = append(panels, data)
 		}
 	})
-	// A picture of the dashboard over the run, for docs/operations.md.
+	// A picture of the dashboard over the run, for docs/monitoring.md.
 	svg := monitoring.RenderSVG(dashboard.Title+" (e2e run, TestMonitoringOnRealPrometheus)", start, time.Now(), panels)
 	svgPath := filepath.Join(cluster.Root, "_output", "monitoring", "dashboard.svg")
 	if err := os.MkdirAll(filepath.Dir(svgPath), 0o755); err != nil {

@@ -192,7 +192,7 @@ func longestRuns(samples []soakSample) [][]soakSample {
 			longest[s.replica] = run
 		}
 	}
-	var out [][]soakSample
+	out := make([][]soakSample, 0, len(order))
 	for _, r := range order {
 		out = append(out, longest[r])
 	}

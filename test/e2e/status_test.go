@@ -33,8 +33,8 @@ func TestStatusReportsReadinessAndObservedGeneration(t *testing.T) {
 	startController(t, "controller", controllerArgs(ns)...)
 
 	const name = "status"
-	foo := createFoo(t, newFoo(ns, name, "status-deploy", int32p(1)))
-	foo = waitFooReady(t, ns, name)
+	createFoo(t, newFoo(ns, name, "status-deploy", int32p(1)))
+	foo := waitFooReady(t, ns, name)
 	ready := readyCondition(foo)
 	if want := "Deployment status-deploy: 1 of 1 replicas available"; ready.Message != want {
 		t.Errorf("Ready message %q, want %q", ready.Message, want)

@@ -262,8 +262,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 			return rolledOut(taken), nil
 		})
 
-		rival := createFoo(t, newFoo(ns, rivalName, takenName, int32p(2)))
-		rival = waitFooNotReady(t, ns, rivalName, samplev1alpha1.ReasonResourceExists)
+		createFoo(t, newFoo(ns, rivalName, takenName, int32p(2)))
+		rival := waitFooNotReady(t, ns, rivalName, samplev1alpha1.ReasonResourceExists)
 		if msg := readyCondition(rival).Message; !strings.Contains(msg, `Deployment "`+takenName+`" already exists`) {
 			t.Fatalf("Ready message %q does not name the Deployment", msg)
 		}

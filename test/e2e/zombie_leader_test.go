@@ -119,7 +119,7 @@ func startReplica(t *testing.T, w *chaosWorld, name string, account int) *replic
 // their names.
 func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 	t.Helper()
-	var names []string
+	names := make([]string, 0, n)
 	for i := range n {
 		name := chaosFooName(i)
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)

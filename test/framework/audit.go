@@ -197,7 +197,8 @@ func (e *AuditEvent) String() string {
 // controllerAgent is the controller's user agent, naming its replica:
 // sample-controller/<hostname>_<uuid>, with /leader-election for the Lease
 // client.
-var controllerAgent = regexp.MustCompile(`^sample-controller/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/leader-election)?$`)
+var controllerAgent = regexp.MustCompile(
+	`^sample-controller/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/leader-election)?$`)
 
 // fromController reports whether the request came from the controller
 // (any user agent of sample-controller's own clients).
@@ -244,7 +245,7 @@ func Leaderships(events []AuditEvent, namespace, name string) ([]Leadership, err
 			} `json:"spec"`
 		}
 		if err := json.Unmarshal(e.RequestObject, &lease); err != nil {
-			return nil, fmt.Errorf("Lease write %s: request body: %w", e, err)
+			return nil, fmt.Errorf("request body of Lease write %s: %w", e, err)
 		}
 		holder := lease.Spec.HolderIdentity
 		if holder == current {
@@ -275,7 +276,8 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 			continue
 		}
 		if !ledAt(leaderships, e.Replica(), e.Received) {
-			out = append(out, fmt.Sprintf("%s: %s did not hold the Lease then (holder: %s)", e, e.Replica(), holderAt(leaderships, e.Received)))
+			out = append(out, fmt.Sprintf("%s: %s did not hold the Lease then (holder: %s)",
+				e, e.Replica(), holderAt(leaderships, e.Received)))
 		}
 	}
 	return out
@@ -352,12 +354,14 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 			}
 		}
 		if owner == "" {
-			out = append(out, fmt.Sprintf("%s: replicas %d for no Foo (no controller reference in the request)", e, *d.Spec.Replicas))
+			out = append(out, fmt.Sprintf("%s: replicas %d for no Foo (no controller reference in the request)",
+				e, *d.Spec.Replicas))
 			continue
 		}
 		held := heldWithin(history[e.ObjectRef.Namespace+"/"+owner], e.Received.Add(-tolerance), e.Received)
 		if !containsReplicas(held, *d.Spec.Replicas) {
-			out = append(out, fmt.Sprintf("%s: replicas %d, but Foo %s held only %s in the %v before", e, *d.Spec.Replicas, owner, describeValues(held), tolerance))
+			out = append(out, fmt.Sprintf("%s: replicas %d, but Foo %s held only %s in the %v before",
+				e, *d.Spec.Replicas, owner, describeValues(held), tolerance))
 		}
 	}
 	return out
@@ -386,7 +390,8 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 		if err := json.Unmarshal(e.ResponseObject, &obj); err != nil || obj.Spec.Replicas == nil {
 			continue
 		}
-		history[key] = append(history[key], fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas})
+		history[key] = append(history[key],
+			fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas})
 	}
 	return history
 }

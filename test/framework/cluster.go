@@ -144,7 +144,8 @@ type kwokctl struct {
 // command is kwokctl with args, for this cluster: its work dir and name.
 // kwokctl logs its progress on stderr.
 func (k *kwokctl) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(k.root, "_output", "bin", "kwokctl"), append([]string{"--name=" + clusterName}, args...)...)
+	kwokctl := filepath.Join(k.root, "_output", "bin", "kwokctl")
+	cmd := exec.Command(kwokctl, append([]string{"--name=" + clusterName}, args...)...)
 	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+k.workdir)
 	cmd.Dir = k.root
 	cmd.Stderr = os.Stderr

@@ -83,8 +83,10 @@ func Sum(samples []Sample, name string, match func(labels map[string]string) boo
 // certificate: the controller serves a self-signed one, generated in memory,
 // that nobody can verify. The bearer token is what protects the endpoint.
 var scrapeClient = &http.Client{
-	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed, see above
-	Timeout:   30 * time.Second,
+	Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed, see above
+	},
+	Timeout: 30 * time.Second,
 }
 
 // FetchMetrics GETs a /metrics URL with token as bearer token ("": none) and

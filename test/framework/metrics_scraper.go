@@ -70,9 +70,11 @@ func (c *Cluster) ensureMetricsScraper(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/"+MetricsReaderClusterRole+" ") {
-		return "", fmt.Errorf("kubectl apply -f %s did not apply ClusterRole %s: %s", MetricsReaderClusterRoleFile, MetricsReaderClusterRole, out)
+		return "", fmt.Errorf("kubectl apply -f %s did not apply ClusterRole %s: %s",
+			MetricsReaderClusterRoleFile, MetricsReaderClusterRole, out)
 	}
-	_, err = c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ScraperNamespace}}, metav1.CreateOptions{})
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ScraperNamespace}}
+	_, err = c.Kube.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
@@ -146,7 +148,8 @@ func (c *Cluster) BindMetricsReader(ctx context.Context, name, ns, sa string) er
 // "kubectl create token" sends).
 func (c *Cluster) ServiceAccountToken(ctx context.Context, ns, name string) (string, error) {
 	accounts := c.Kube.CoreV1().ServiceAccounts(ns)
-	_, err := accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := accounts.Create(ctx, account, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}

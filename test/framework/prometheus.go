@@ -77,7 +77,7 @@ func StartPrometheus(bin, dir, logPath, config string) (*Prometheus, error) {
 		return nil, err
 	}
 	prom := &Prometheus{Process: p, URL: "http://" + addr}
-	err = Poll(context.Background(), 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
+	err = Poll(context.Background(), 100*time.Millisecond, time.Minute, func(context.Context) (bool, error) {
 		if p.Exited() {
 			return false, fmt.Errorf("prometheus exited: %s", Trim(p.Log(), 2000))
 		}
@@ -185,7 +185,8 @@ func (p *Prometheus) Query(ctx context.Context, expr string) ([]Series, error) {
 }
 
 // QueryRange evaluates a range query over [start, end] every step.
-func (p *Prometheus) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error) {
+func (p *Prometheus) QueryRange(ctx context.Context, expr string, start, end time.Time,
+	step time.Duration) ([]Series, error) {
 	var data struct {
 		Result []promSeries `json:"result"`
 	}
@@ -257,8 +258,9 @@ func Selectors(ast map[string]any) []string {
 		switch n := node.(type) {
 		case map[string]any:
 			if t, _ := n["type"].(string); t == "vectorSelector" || t == "matrixSelector" {
-				var matchers []string
-				for _, m := range n["matchers"].([]any) {
+				all := n["matchers"].([]any)
+				matchers := make([]string, 0, len(all))
+				for _, m := range all {
 					m := m.(map[string]any)
 					matchers = append(matchers, fmt.Sprintf("%s%s%s", m["name"], m["type"], strconv.Quote(m["value"].(string))))
 				}

@@ -94,7 +94,8 @@ func UnmarshalStrict(doc []byte, out any) error {
 	if err != nil {
 		return err
 	}
-	strictErrs, err := sigsjson.UnmarshalStrict(data, out, sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
+	strictErrs, err := sigsjson.UnmarshalStrict(data, out,
+		sigsjson.DisallowUnknownFields, sigsjson.DisallowDuplicateFields)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ package monitoring
 
 // A plain SVG picture of the dashboard's panels, drawn from the series a
 // real Prometheus answered for their queries: the e2e suite draws it, and
-// docs/operations.md shows one. It is no Grafana screenshot: one line chart
+// docs/monitoring.md shows one. It is no Grafana screenshot: one line chart
 // per panel, in the dashboard's order and layout of two columns.
 
 import (
@@ -55,7 +55,10 @@ func Legend(format string, labels map[string]string) string {
 }
 
 // palette is Grafana's classic palette.
-var palette = []string{"#7eb26d", "#eab839", "#6ed0e0", "#ef843c", "#e24d42", "#1f78c1", "#ba43a9", "#705da0", "#508642", "#cca300"}
+var palette = []string{
+	"#7eb26d", "#eab839", "#6ed0e0", "#ef843c", "#e24d42",
+	"#1f78c1", "#ba43a9", "#705da0", "#508642", "#cca300",
+}
 
 // formatValue prints an axis value in a panel's unit.
 func formatValue(v float64, unit string) string {
@@ -100,7 +103,8 @@ func RenderSVG(title string, from, to time.Time, panels []PanelData) []byte {
 	width := cols*panelW + (cols+1)*gap
 	height := top + rows*(panelH+gap)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" `+
+		`font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#181b1f"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="30" fill="#d8d9da" font-size="18">%s</text>`+"\n", gap, html.EscapeString(title))
 	fmt.Fprintf(&b, `<text x="%d" y="30" fill="#8e8e8e" text-anchor="end">%s – %s</text>`+"\n", width-gap,
@@ -122,7 +126,8 @@ func RenderSVG(title string, from, to time.Time, panels []PanelData) []byte {
 			}
 		}
 		if math.IsInf(lo, 1) {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="middle">No data</text>`+"\n", panelW/2, plotTop+ph/2)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="middle">No data</text>`+"\n",
+				panelW/2, plotTop+ph/2)
 			b.WriteString("</g>\n")
 			continue
 		}
@@ -134,12 +139,14 @@ func RenderSVG(title string, from, to time.Time, panels []PanelData) []byte {
 			v := lo + (hi-lo)*float64(k)/4
 			y := plotTop + ph - int(float64(ph)*float64(k)/4)
 			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#34373d"/>`, plotLeft, y, plotLeft+pw, y)
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="end">%s</text>`+"\n", plotLeft-6, y+4, html.EscapeString(formatValue(v, p.Unit)))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="end">%s</text>`+"\n",
+				plotLeft-6, y+4, html.EscapeString(formatValue(v, p.Unit)))
 		}
 		for k := 0; k <= 3; k++ {
 			t := from.Add(time.Duration(float64(to.Sub(from)) * float64(k) / 3))
 			x := plotLeft + int(float64(pw)*float64(k)/3)
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="middle">%s</text>`+"\n", x, plotTop+ph+16, t.UTC().Format("15:04:05"))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="middle">%s</text>`+"\n",
+				x, plotTop+ph+16, t.UTC().Format("15:04:05"))
 		}
 		for li, l := range p.Lines {
 			color := palette[li%len(palette)]
@@ -161,7 +168,8 @@ func RenderSVG(title string, from, to time.Time, panels []PanelData) []byte {
 				pen = true
 			}
 			if path.Len() > 0 {
-				fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(path.String()), color)
+				fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n",
+					strings.TrimSpace(path.String()), color)
 			}
 			// Legend: up to six entries, three to a row.
 			if li < 6 {
@@ -171,12 +179,14 @@ func RenderSVG(title string, from, to time.Time, panels []PanelData) []byte {
 				if len(label) > 34 {
 					label = label[:33] + "…"
 				}
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="3" fill="%s"/><text x="%d" y="%d" fill="#c7d0d9">%s</text>`+"\n",
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="3" fill="%s"/>`+
+					`<text x="%d" y="%d" fill="#c7d0d9">%s</text>`+"\n",
 					lx, ly-4, color, lx+14, ly, html.EscapeString(label))
 			}
 		}
 		if len(p.Lines) > 6 {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="end">+%d more</text>`+"\n", panelW-10, plotTop+ph+70, len(p.Lines)-6)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#8e8e8e" text-anchor="end">+%d more</text>`+"\n",
+				panelW-10, plotTop+ph+70, len(p.Lines)-6)
 		}
 		b.WriteString("</g>\n")
 	}

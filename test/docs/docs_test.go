@@ -1,0 +1,182 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package docs checks that the README and docs/ stay navigable: every
+// relative link reaches a file and a heading that exist, and no document
+// grows past what a reader takes in at one sitting.
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// maxLines is the longest a document of docs/ may be. Past it, a document
+// holds more than one reader's concerns: split it by reader.
+const maxLines = 500
+
+// documents are the Markdown files a reader navigates, relative to the
+// repository root.
+func documents(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatal("no documents in docs/")
+	}
+	return append(docs, filepath.Join("..", "..", "README.md"))
+}
+
+// link is a Markdown inline link, [text](target); images, ![alt](target),
+// match too.
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
+	for _, doc := range documents(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range prose(string(text)) {
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, fragment, _ := strings.Cut(target, "#")
+				file := doc
+				if path != "" {
+					file = filepath.Join(filepath.Dir(doc), filepath.FromSlash(path))
+				}
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s: link %q: %v", filepath.Base(doc), target, err)
+					continue
+				}
+				if fragment == "" || !strings.HasSuffix(file, ".md") {
+					continue
+				}
+				linked, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !anchors(string(linked))[fragment] {
+					t.Errorf("%s: link %q: %s has no heading with anchor #%s", filepath.Base(doc), target, filepath.Base(file), fragment)
+				}
+			}
+		}
+	}
+}
+
+func TestNoDocumentIsTooLongToNavigate(t *testing.T) {
+	for _, doc := range documents(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(text), "\n"); n > maxLines {
+			t.Errorf("%s: %d lines, more than %d", filepath.Base(doc), n, maxLines)
+		}
+	}
+}
+
+// prose returns the lines of a Markdown text outside its fenced code blocks.
+func prose(text string) []string {
+	var lines []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+var heading = regexp.MustCompile(`^#{1,6} +(.+?) *#* *$`)
+
+// anchors returns the anchors GitHub gives the headings of a Markdown text:
+// the heading in lower case, spaces as hyphens, every other character but
+// letters, digits, hyphens and underscores dropped; a repeated anchor gets
+// -1, -2, ... appended.
+func anchors(text string) map[string]bool {
+	seen := map[string]int{}
+	result := map[string]bool{}
+	for _, line := range prose(text) {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			result[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			result[a] = true
+		}
+		seen[a]++
+	}
+	return result
+}
+
+func TestAnchorsAreGitHubs(t *testing.T) {
+	text := "# Operating the sample-controller\n" +
+		"### 1. Build and push the image\n" +
+		"### At rest, 1,000 Foos\n" +
+		"### A write refused by the API server (quota, admission policy or webhook, RBAC)\n" +
+		"## `-profiling` and `GOMEMLIMIT`\n" +
+		"#### SampleControllerDown\n" +
+		"## Notes\n" +
+		"## Notes\n" +
+		"```sh\n# not a heading\n```\n" +
+		"#not a heading either\n"
+	want := []string{
+		"operating-the-sample-controller",
+		"1-build-and-push-the-image",
+		"at-rest-1000-foos",
+		"a-write-refused-by-the-api-server-quota-admission-policy-or-webhook-rbac",
+		"-profiling-and-gomemlimit",
+		"samplecontrollerdown",
+		"notes",
+		"notes-1",
+	}
+	got := anchors(text)
+	for _, a := range want {
+		if !got[a] {
+			t.Errorf("no anchor %q", a)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("anchors %v, want exactly %v", got, want)
+	}
+}
