@@ -35,18 +35,25 @@ VERSION="$(sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v1\.[0-9.]*\)\( // indirec
 [[ "${VERSION}" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || { echo "no k8s.io/kubernetes release in ${K8S_MODULE}/go.mod" >&2; exit 1; }
 
 mkdir -p "${BIN_DIR}/k8s-${MINOR}"
-# One build at a time (parallel test runs) into the same files.
-exec 8>"${BIN_DIR}/.build-tools.lock"
-flock 8
-
 export GOWORK=off
-# etcd's main package is its module's root, which go build would name "v3".
-go -C "${TOOLS}" build -o "${BIN_DIR}/etcd" go.etcd.io/etcd/server/v3
-go -C "${TOOLS}" build -o "${BIN_DIR}/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
+
+# One build at a time into the same files (parallel test runs): a lock for
+# the tools every minor shares, one for each minor's, so that the build of
+# one minor does not hold up a run on another.
+(
+	flock 8
+	# etcd's main package is its module's root, which go build would name "v3".
+	go -C "${TOOLS}" build -o "${BIN_DIR}/etcd" go.etcd.io/etcd/server/v3
+	go -C "${TOOLS}" build -o "${BIN_DIR}/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
+) 8>"${BIN_DIR}/.build-tools.lock"
 
 stamp=k8s.io/component-base/version
-go -C "${K8S_MODULE}" build -o "${BIN_DIR}/k8s-${MINOR}/" \
-	-ldflags "-X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${BASH_REMATCH[1]} -X ${stamp}.gitTreeState=clean" \
-	k8s.io/kubernetes/cmd/kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kube-scheduler
+minor_number="${BASH_REMATCH[1]}"
+(
+	flock 8
+	go -C "${K8S_MODULE}" build -o "${BIN_DIR}/k8s-${MINOR}/" \
+		-ldflags "-X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${minor_number} -X ${stamp}.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler
+) 8>"${BIN_DIR}/k8s-${MINOR}/.build.lock"

@@ -37,8 +37,10 @@ import (
 
 func main() {
 	dir := flag.String("dir", "_output/local/run", "kwokctl's work dir (KWOK_WORKDIR) for the cluster")
-	minor := flag.String("k8s-minor", os.Getenv("K8S_MINOR"), "the Kubernetes minor release to run, e.g. 1.36 (default: $K8S_MINOR, else the newest hack/tools pins)")
-	timeout := flag.Duration("timeout", framework.DefaultTimeout, "how long a step of the start may make no progress before it fails")
+	minor := flag.String("k8s-minor", os.Getenv("K8S_MINOR"),
+		"the Kubernetes minor release to run, e.g. 1.36 (default: $K8S_MINOR, else the newest hack/tools pins)")
+	timeout := flag.Duration("timeout", framework.DefaultTimeout,
+		"how long a step of the start may make no progress before it fails")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: %s [flags] up|down\n", os.Args[0])
 		flag.PrintDefaults()

@@ -120,8 +120,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Printf("govulncheck: %d vulnerabilities called in modules, %d in the Go standard library (%s), %d imported but not called\n",
-		len(v.modules), len(v.stdlib), "build with the Go release that fixes them", len(v.notCalled))
+	fmt.Printf("govulncheck: %d vulnerabilities called in modules, %d in the Go standard library "+
+		"(build with the Go release that fixes them), %d imported but not called\n",
+		len(v.modules), len(v.stdlib), len(v.notCalled))
 	list(os.Stdout, v.stdlib)
 	if len(v.modules) > 0 {
 		fmt.Println("called in modules: require the fixed versions in go.mod")

@@ -82,6 +82,14 @@ exec -a "$0" %[1]q "$@"
 	if state, err := own.ComponentState(framework.KubeControllerManager); err != nil || state != framework.StateRunning {
 		t.Fatalf("kube-controller-manager is %q (%v), want %q", state, err, framework.StateRunning)
 	}
+	// The log of the run that exited is kept beside the running one's.
+	exitedLog, err := os.ReadFile(own.ComponentLogPath(framework.KubeControllerManager) + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(exitedLog), "kube-controller-manager exits as it starts") {
+		t.Errorf("the kept log of the run that exited does not hold what it wrote:\n%s", exitedLog)
+	}
 
 	ensureStandardCRD(t)
 	ns := newNamespace(t, "startup")

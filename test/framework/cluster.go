@@ -405,7 +405,8 @@ func (c *Cluster) checkMinor(minor string) error {
 		return err
 	}
 	if !strings.HasPrefix(v.GitVersion, "v"+minor+".") || v.Major+"."+v.Minor != minor {
-		return fmt.Errorf("kube-apiserver is %s (major %q, minor %q), want Kubernetes %s", v.GitVersion, v.Major, v.Minor, minor)
+		return fmt.Errorf("kube-apiserver is %s (major %q, minor %q), want Kubernetes %s",
+			v.GitVersion, v.Major, v.Minor, minor)
 	}
 	c.KubernetesVersion = v.GitVersion
 	return nil

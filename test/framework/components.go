@@ -397,9 +397,20 @@ func (k *kwokctl) ports() (kwokctlPorts, error) {
 	}
 }
 
+// ComponentLogPath is the log of a component of a cluster this process
+// started; the logs of its earlier runs, if it was started again, are
+// <path>.1, <path>.2, ...
+func (c *Cluster) ComponentLogPath(name string) string {
+	return c.kwok.logPath(name)
+}
+
+func (k *kwokctl) logPath(name string) string {
+	return filepath.Join(k.clusterDir(), "logs", name+".log")
+}
+
 // logTail is the last n bytes of a component's log.
 func (k *kwokctl) logTail(name string, n int) string {
-	data, err := os.ReadFile(filepath.Join(k.clusterDir(), "logs", name+".log"))
+	data, err := os.ReadFile(k.logPath(name))
 	if err != nil {
 		return err.Error()
 	}

@@ -399,7 +399,8 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 // total a slow machine misses: it fails only when what observe reports as
 // progress (a count of what is done, say) stays the same for stall, with
 // the last progress and error seen.
-func PollProgress(ctx context.Context, interval, stall time.Duration, observe func(context.Context) (done bool, progress string, err error)) (time.Duration, error) {
+func PollProgress(ctx context.Context, interval, stall time.Duration,
+	observe func(context.Context) (done bool, progress string, err error)) (time.Duration, error) {
 	began := time.Now()
 	moved := began
 	last, lastErr := "", error(nil)

@@ -50,8 +50,9 @@ const (
 	// maxStartRestarts is how many times a component may exit while the
 	// cluster comes up before StartCluster gives up on it.
 	maxStartRestarts = 5
-	// restartBackoff is the wait before the first restart of a component;
-	// it doubles for each further one, as kubelet's back-off does.
+	// restartBackoff is how long a component must have been down before
+	// its first restart; it doubles for each further one, as kubelet's
+	// back-off does.
 	restartBackoff = time.Second
 )
 
@@ -59,16 +60,17 @@ const (
 type startup struct {
 	c       *Cluster
 	timeout time.Duration
-	// restarts counts the restarts of each component; lastRestart is when
-	// the last one (of any component) was.
+	// restarts counts the restarts of each component, downSince when each
+	// one that is down was first seen so; lastRestart is when the last
+	// restart (of any component) was.
 	restarts    map[string]int
-	lastExit    map[string]time.Time
+	downSince   map[string]time.Time
 	lastRestart time.Time
 	logf        func(format string, args ...any)
 }
 
 func newStartup(c *Cluster, timeout time.Duration, logf func(string, ...any)) *startup {
-	return &startup{c: c, timeout: timeout, restarts: map[string]int{}, lastExit: map[string]time.Time{}, logf: logf}
+	return &startup{c: c, timeout: timeout, restarts: map[string]int{}, downSince: map[string]time.Time{}, logf: logf}
 }
 
 // until polls cond until it holds, starting again meanwhile any component
@@ -100,31 +102,39 @@ func (s *startup) until(what string, cond func(context.Context) (bool, error)) e
 	}
 }
 
-// restartExited starts again the components that are down, each once its
-// back-off has passed.
+// restartExited starts again the components that have been down for their
+// back-off. One seen down only for a moment is not restarted: a component
+// is down too between its start and its exec of the binary kwokctl named.
 func (s *startup) restartExited() error {
 	var due []string
 	for _, name := range components {
-		_, state, err := s.c.component(name)
+		pid, state, err := s.c.component(name)
 		if err != nil {
 			return err
 		}
 		if state != StateDown {
+			delete(s.downSince, name)
 			continue
 		}
-		exited, seen := s.lastExit[name]
+		since, seen := s.downSince[name]
 		if !seen {
-			exited = time.Now()
-			s.lastExit[name] = exited
-			s.logf("%s exited while the control plane started; end of its log:\n%s", name, s.c.kwok.logTail(name, 1500))
+			s.downSince[name] = time.Now()
+			continue
+		}
+		if time.Since(since) < restartBackoff<<s.restarts[name] {
+			continue
 		}
 		if s.restarts[name] >= maxStartRestarts {
 			return fmt.Errorf("%s exited %d times while the control plane started; end of its log:\n%s",
 				name, s.restarts[name]+1, s.c.kwok.logTail(name, 3000))
 		}
-		if time.Since(exited) >= restartBackoff<<s.restarts[name] {
-			due = append(due, name)
+		s.logf("%s exited while the control plane started; end of its log:\n%s", name, s.c.kwok.logTail(name, 1500))
+		// kwokctl counts a process that exists at all as running, a
+		// zombie too: it must be reaped first.
+		if err := waitGone(pid, s.timeout); err != nil {
+			return err
 		}
+		due = append(due, name)
 	}
 	if len(due) == 0 {
 		return nil
@@ -137,7 +147,7 @@ func (s *startup) restartExited() error {
 	}
 	for _, name := range due {
 		s.restarts[name]++
-		delete(s.lastExit, name)
+		delete(s.downSince, name)
 		s.logf("started %s again (restart %d of at most %d)", name, s.restarts[name], maxStartRestarts)
 	}
 	s.lastRestart = time.Now()
