@@ -83,9 +83,10 @@ e2e-minors:
 generate:
 	hack/update-codegen.sh
 
-## run: the controller in the foreground; a local control plane (kwokctl) if KUBECONFIG is unset.
-# The control-plane binaries are built only when hack/run.sh will start them.
-run: build $(if $(KUBECONFIG),,tools)
+## run: the controller in the foreground; a local control plane (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported) if KUBECONFIG is unset.
+# hack/run.sh builds the control plane (hack/build-tools.sh) only when it
+# starts one: not Prometheus, which make tools builds too.
+run: build
 	hack/run.sh
 
 ## bench: the benchmark of docs/performance.md on a local control plane (kwokctl), at BENCH_SCALE Foos (a list; default 1000), BENCH_RUNS runs per size (default 3).
