@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,7 +32,6 @@ import (
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/tools/record"
@@ -41,6 +39,7 @@ import (
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1alpha1"
@@ -59,7 +58,7 @@ import (
 //	status.go        the Foo's status, and the problems reported on it
 //	expectations.go  the controller's own status writes the cache has not
 //	                 shown yet
-//	events.go        the events it records: Warnings never dropped
+//	pkg/eventrecorder the events it records: Warnings never wait behind Normal ones
 //	metrics.go       the controller's metrics
 //
 // What a Foo means (the Deployment it asks for, the status it should have,
@@ -97,10 +96,10 @@ type Controller struct {
 	// holds them (expectations.go).
 	deleted deletedFoos
 
-	// recorder queues events on events; eventWriter writes them (events.go).
-	recorder    record.EventRecorder
-	events      *eventQueue
-	eventWriter *eventWriter
+	// recorder records events; it is events but in tests
+	// (pkg/eventrecorder: Warnings never wait behind Normal events).
+	recorder record.EventRecorder
+	events   *eventrecorder.Recorder
 
 	// namespace is the one namespace the informers watch; "" for all.
 	namespace string
@@ -129,9 +128,7 @@ func NewController(
 	// Let events about Foos be recorded: the event machinery needs the Foo
 	// types in the scheme it encodes object references with.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-	events := newEventQueue()
-	recorder := &eventRecorder{scheme: scheme.Scheme, source: corev1.EventSource{Component: samplev1alpha1.ControllerName},
-		queue: events, logger: klog.FromContext(ctx)}
+	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplev1alpha1.ControllerName)
 
 	controller := &Controller{
 		kubeclientset:      kubeclientset,
@@ -142,9 +139,8 @@ func NewController(
 		foosIndexer:        fooInformer.Informer().GetIndexer(),
 		foosSynced:         fooInformer.Informer().HasSynced,
 		workqueue:          newFooQueue(),
-		recorder:           recorder,
+		recorder:           events,
 		events:             events,
-		eventWriter:        newEventWriter(events, &typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")}),
 	}
 	if err := deploymentInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
 		return nil, err
@@ -163,7 +159,8 @@ func NewController(
 // hand and returns.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.writeEvents(ctx)()
+	// Last: the events of the syncs finished during shutdown are written.
+	defer c.events.Shutdown(ctx, shutdownGracePeriod)
 	defer c.workqueue.ShutDown()
 	logger := klog.FromContext(ctx)
 
@@ -210,27 +207,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	wg.Wait()
 	logger.Info("Workers stopped")
 	return nil
-}
-
-// writeEvents starts writing the recorded events and returns the function
-// that stops it: the events already recorded, those of the last syncs
-// among them, get one more attempt each, for at most shutdownGracePeriod.
-func (c *Controller) writeEvents(ctx context.Context) (stop func()) {
-	writeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.eventWriter.run(writeCtx)
-	}()
-	return func() {
-		c.events.close()
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownGracePeriod):
-			klog.FromContext(ctx).Info("Events not all written at shutdown")
-		}
-	}
 }
 
 // rememberFoosDeletedWhileStandby marks as deleted (c.deleted) the Foos a

@@ -43,6 +43,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
 
 // fixture is a controller on fake clientsets whose caches the test fills by
@@ -711,7 +712,7 @@ func TestConflictIsRetried(t *testing.T) {
 // reconcileCount reads samplecontroller_reconcile_total for one result.
 func reconcileCount(t *testing.T, result string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(reconcileTotal.WithLabelValues(result))
+	v, err := testutil.GetCounterMetricValue(metrics.ReconcileTotal.WithLabelValues(result))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,7 @@ import (
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 	"github.com/kube-samples/sample-controller/pkg/signals"
 )
@@ -183,7 +184,7 @@ func run(ctx context.Context, o *options) error {
 	if o.leaderElection.Enabled {
 		controller.fence = fence
 	}
-	legacyregistry.CustomMustRegister(newFooReadinessCollector(controller.foosLister))
+	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(controller.foosLister))
 
 	// Liveness fails when a leader stops renewing its Lease (for 20 s past
 	// the lease duration); readiness waits for the caches, so a standby is

@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
 
 // fooQueue holds the keys of Foos to sync. Only keys are queued, never
@@ -187,7 +189,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
 	result := syncResultOf(err)
-	observeReconcile(result, time.Since(start))
+	metrics.ObserveReconcile(result, time.Since(start))
 	switch result {
 	case syncSucceeded:
 		c.workqueue.Forget(objRef)
