@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
@@ -122,7 +121,7 @@ func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
-	deploymentInformer appsinformers.DeploymentInformer,
+	deploymentInformer cache.SharedIndexInformer,
 	fooInformer informers.FooInformer,
 ) (*Controller, error) {
 	// Let events about Foos be recorded: the event machinery needs the Foo
@@ -133,8 +132,8 @@ func NewController(
 	controller := &Controller{
 		kubeclientset:      kubeclientset,
 		sampleclientset:    sampleclientset,
-		deploymentsIndexer: deploymentInformer.Informer().GetIndexer(),
-		deploymentsSynced:  deploymentInformer.Informer().HasSynced,
+		deploymentsIndexer: deploymentInformer.GetIndexer(),
+		deploymentsSynced:  deploymentInformer.HasSynced,
 		foosLister:         fooInformer.Lister(),
 		foosIndexer:        fooInformer.Informer().GetIndexer(),
 		foosSynced:         fooInformer.Informer().HasSynced,
@@ -142,13 +141,10 @@ func NewController(
 		recorder:           events,
 		events:             events,
 	}
-	if err := deploymentInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
-		return nil, err
-	}
 	if err := fooInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
 		return nil, err
 	}
-	if err := controller.addEventHandlers(ctx, fooInformer.Informer(), deploymentInformer.Informer()); err != nil {
+	if err := controller.addEventHandlers(ctx, fooInformer.Informer(), deploymentInformer); err != nil {
 		return nil, err
 	}
 	return controller, nil

@@ -30,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -130,9 +129,11 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	k := kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	c, err := NewController(ctx, f.kubeclient, f.client,
-		k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
+	deployments, err := contract.NewDeploymentInformer(f.kubeclient, metav1.NamespaceAll, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c, err := NewController(ctx, f.kubeclient, f.client, deployments, i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -777,13 +778,16 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactory(client, 0)
-	k := kubeinformers.NewSharedInformerFactory(kubeclient, 0)
-	c, err := NewController(ctx, kubeclient, client, k.Apps().V1().Deployments(), i.Samplecontroller().V1alpha1().Foos())
+	deployments, err := contract.NewDeploymentInformer(kubeclient, metav1.NamespaceAll, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewController(ctx, kubeclient, client, deployments, i.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	k.Start(ctx.Done())
+	go deployments.RunWithContext(ctx)
 	done := make(chan error)
 	go func() { done <- c.Run(ctx, 2) }()
 

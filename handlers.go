@@ -38,9 +38,6 @@ func (c *Controller) addEventHandlers(ctx context.Context, fooInformer, deployme
 	if err := fooInformer.AddIndexers(contract.FooIndexers()); err != nil {
 		return err
 	}
-	if err := deploymentInformer.AddIndexers(contract.DeploymentIndexers()); err != nil {
-		return err
-	}
 
 	klog.FromContext(ctx).Info("Setting up event handlers")
 	if _, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{

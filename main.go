@@ -25,11 +25,10 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +42,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/leader"
@@ -164,18 +164,18 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// Watch only the Deployments this controller manages, so memory does not
-	// grow with the cluster's other Deployments. (NewController makes the
-	// caches keep only the fields the controller reads.)
-	kubeInformerFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resyncPeriod,
-		kubeinformers.WithNamespace(o.namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
-		}))
+	// grow with the cluster's other Deployments, in an informer of the
+	// controller's own that caches each as the few fields it reads
+	// (pkg/contract). NewController makes the Foo cache keep only the fields
+	// the controller reads, too.
+	deploymentInformer, err := contract.NewDeploymentInformer(kubeClient, o.namespace, o.resyncPeriod)
+	if err != nil {
+		return err
+	}
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.resyncPeriod,
 		informers.WithNamespace(o.namespace))
 
-	controller, err := NewController(ctx, kubeClient, sampleClient,
-		kubeInformerFactory.Apps().V1().Deployments(),
+	controller, err := NewController(ctx, kubeClient, sampleClient, deploymentInformer,
 		sampleInformerFactory.Samplecontroller().V1alpha1().Foos())
 	if err != nil {
 		return err
@@ -212,9 +212,10 @@ func run(ctx context.Context, o *options) error {
 	// that the Shutdowns (deferred earlier, so run later) find the
 	// informers stopping.
 	ctx, cancel := context.WithCancel(ctx)
-	kubeInformerFactory.Start(ctx.Done())
+	var deploymentInformerDone sync.WaitGroup
+	deploymentInformerDone.Go(func() { deploymentInformer.RunWithContext(ctx) })
 	sampleInformerFactory.Start(ctx.Done())
-	defer kubeInformerFactory.Shutdown()
+	defer deploymentInformerDone.Wait()
 	defer sampleInformerFactory.Shutdown()
 	defer cancel()
 
