@@ -612,7 +612,7 @@ func TestInvalidSpecIsNotRequeued(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
 
-	f.controller.enqueueFoo(foo)
+	f.controller.enqueueFoo(foo, true)
 	if !f.controller.processNextWorkItem(ctx) {
 		t.Fatal("queue shut down")
 	}
@@ -635,7 +635,7 @@ func TestFailedSyncIsRequeued(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
 
-	f.controller.enqueueFoo(foo)
+	f.controller.enqueueFoo(foo, true)
 	f.controller.processNextWorkItem(ctx)
 	if n := f.controller.workqueue.NumRequeues(cache.MetaObjectToName(foo)); n != 1 {
 		t.Errorf("failed Foo requeued %d times, want 1", n)
@@ -700,7 +700,7 @@ func TestConflictIsRetried(t *testing.T) {
 	})
 
 	before := reconcileCount(t, "conflict")
-	f.controller.enqueueFoo(foo)
+	f.controller.enqueueFoo(foo, true)
 	f.controller.processNextWorkItem(ctx)
 	if n := f.controller.workqueue.NumRequeues(cache.MetaObjectToName(foo)); n != 1 {
 		t.Errorf("requeues %d, want 1", n)
@@ -739,13 +739,13 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 		handle func(c *Controller)
 		want   []string
 	}{
-		"add":    {func(c *Controller) { c.enqueueControllingFoo(owned) }, []string{"test"}},
+		"add":    {func(c *Controller) { c.handleObject(owned, true) }, []string{"test"}},
 		"delete": {func(c *Controller) { c.onDeploymentDelete(owned) }, []string{"test", "waiting"}},
 		"delete tombstone": {func(c *Controller) {
 			c.onDeploymentDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
 		}, []string{"test", "waiting"}},
-		"owned by other kind": {func(c *Controller) { c.enqueueControllingFoo(ownedByOther) }, nil},
-		"stale owner UID":     {func(c *Controller) { c.enqueueControllingFoo(staleOwner) }, nil},
+		"owned by other kind": {func(c *Controller) { c.handleObject(ownedByOther, true) }, nil},
+		"stale owner UID":     {func(c *Controller) { c.handleObject(staleOwner, true) }, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,4 +65,17 @@ func NewDeploymentInformer(client kubernetes.Interface, namespace string, resync
 		return nil, err
 	}
 	return informer, nil
+}
+
+// GetCachedDeployment returns the Deployment of that name from indexer, the
+// cache of NewDeploymentInformer, or a NotFound error, as a lister would.
+func GetCachedDeployment(indexer cache.Indexer, namespace, name string) (*CachedDeployment, error) {
+	obj, exists, err := indexer.GetByKey(cache.NewObjectName(namespace, name).String())
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(appsv1.Resource("deployments"), name)
+	}
+	return obj.(*CachedDeployment), nil
 }

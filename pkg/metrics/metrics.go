@@ -29,7 +29,10 @@ limitations under the License.
 package metrics
 
 import (
+	"errors"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +49,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
@@ -81,10 +85,37 @@ func init() {
 	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped)
 }
 
-// ObserveReconcile records the result and duration of one sync.
-func ObserveReconcile(result string, d time.Duration) {
-	ReconcileTotal.WithLabelValues(result).Inc()
+// ObserveSync records the result and duration of one sync, given the error
+// it returned.
+func ObserveSync(err error, d time.Duration) {
+	ReconcileTotal.WithLabelValues(SyncResult(err)).Inc()
 	reconcileDuration.Observe(d.Seconds())
+}
+
+// The results of a sync, as samplecontroller_reconcile_total counts them.
+const (
+	SyncSucceeded = "success"
+	// SyncDeferred: the cache had not shown the controller's own last
+	// status write (expectations.ErrCacheBehindOwnWrite); its watch event
+	// queues the Foo.
+	SyncDeferred = "deferred"
+	// SyncConflict: a write was answered 409, the cache was behind.
+	SyncConflict = "conflict"
+	SyncFailed   = "error"
+)
+
+// SyncResult classifies the error a sync returned.
+func SyncResult(err error) string {
+	switch {
+	case err == nil:
+		return SyncSucceeded
+	case errors.Is(err, expectations.ErrCacheBehindOwnWrite):
+		return SyncDeferred
+	case apierrors.IsConflict(err):
+		return SyncConflict
+	default:
+		return SyncFailed
+	}
 }
 
 // fooReadinessDesc describes samplecontroller_foos: how many Foos there are
