@@ -22,11 +22,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
@@ -38,18 +37,13 @@ import (
 // and that sync writes the new status.
 func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	foo.ResourceVersion = "1"
-	d := ownedDeployment(t, foo)
+	d := testfixtures.OwnedDeployment(t, foo)
 	d.Status.AvailableReplicas = 0 // rolling out
 	f.foos = append(f.foos, foo)
 	f.deployments = append(f.deployments, d)
-	f.sync(foo) // builds the controller
-	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
-		stored := foo.DeepCopy()
-		stored.ResourceVersion = "2"
-		return true, stored, nil
-	})
+	f.answerStatusWritesAtVersion2(foo, nil)
 	if err := f.sync(foo); err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +92,11 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 // for: it goes to the backlog.
 func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	foo.ResourceVersion = "1"
 	f.foos = append(f.foos, foo)
-	f.deployments = append(f.deployments, ownedDeployment(t, foo))
-	f.sync(foo) // builds the controller
+	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
+	f.build()
 	stored := foo.DeepCopy()
 	stored.ResourceVersion = "2"
 	f.controller.statusWrites.Wrote(foo, stored)
@@ -124,7 +118,7 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 	f := newFixture(t)
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
-	foo := newFoo("gone", 1) // in the cache only: deleted on the API server
+	foo := testfixtures.NewFoo("gone", 1) // in the cache only: deleted on the API server
 	f.addToCache(f.controller.foosIndexer, foo.DeepCopy())
 
 	if err := f.sync(foo); err != nil {

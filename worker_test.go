@@ -25,17 +25,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
 // The informers' initial lists and resyncs queue Foos in the backlog; a Foo
 // created, a new generation, or a change to its Deployment queue it fresh.
 func TestEventsQueueFreshOrBacklog(t *testing.T) {
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	newGeneration := foo.DeepCopy()
 	newGeneration.Generation++
 	// The handlers get Deployments as the cache keeps them.
-	served := ownedDeployment(t, foo)
+	served := testfixtures.OwnedDeployment(t, foo)
 	d := contract.NewCachedDeployment(served)
 	served.ResourceVersion = "2"
 	changed := contract.NewCachedDeployment(served)
@@ -85,7 +86,7 @@ func (g *gate) WaitOpen(ctx context.Context) error {
 // opens, on the cache as it is then.
 func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
 	f := newFixture(t)
-	f.foos = append(f.foos, newFoo("test", 1))
+	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
 	g := &gate{waiting: make(chan struct{}), open: make(chan struct{})}
@@ -119,7 +120,7 @@ func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
 // stops without syncing.
 func TestWorkerWaitingAtTheFenceStopsOnShutdown(t *testing.T) {
 	f := newFixture(t)
-	f.foos = append(f.foos, newFoo("test", 1))
+	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
 	g := &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
