@@ -72,8 +72,8 @@ import (
 // 824 (BenchmarkCachedBytesPerDeployment; docs/performance.md has the
 // figures).
 
-// TrimForCache is the informer transform of both informers, installed by
-// NewController: it turns a Deployment into its CachedDeployment and trims a
+// TrimForCache is the informer transform of both informers (installed by
+// NewDeploymentInformer and NewController): it turns a Deployment into its CachedDeployment and trims a
 // Foo; anything else, a CachedDeployment or a cache.DeletedFinalStateUnknown
 // tombstone (whose object was trimmed when it entered the cache) among them,
 // passes through unchanged.
@@ -343,7 +343,7 @@ func (l Labels) Equal(m map[string]string) bool {
 //   - uid: the owner reference and ownership checks, the controller-UID
 //     index, the controller's per-Foo memories of status writes;
 //   - resourceVersion: the precondition of status writes, and whether the
-//     cache has seen the controller's last one (statusWriteExpectations);
+//     cache has seen the controller's last one (pkg/expectations);
 //   - name, namespace, uid and resourceVersion also make the reference to
 //     the Foo in its events;
 //   - generation: status.observedGeneration, and whether an update is a
