@@ -19,56 +19,40 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1alpha1"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
+	"github.com/kube-samples/sample-controller/pkg/takeover"
 )
 
-// The Controller is spread over a few files, one concern each, read in this
-// order:
-//
-//	controller.go    this file: the Controller, Run, and syncHandler, the
-//	                 reconcile of one Foo
-//	handlers.go      informer event handlers: which Foo an event concerns
-//	queue.go         the workqueue: fresh changes ahead of the backlog,
-//	                 workers, retries
-//	deployment.go    the Foo's Deployment: create, repair, delete stale ones
-//	status.go        the Foo's status, and the problems reported on it
-//	expectations.go  the controller's own status writes the cache has not
-//	                 shown yet
-//	events.go        the events it records: Warnings never dropped
-//	metrics.go       the controller's metrics
-//
-// What a Foo means (the Deployment it asks for, the status it should have,
-// which specs are valid, what the caches keep) is pure functions in
-// pkg/contract; main.go wires the Controller to clients, informers, the
-// metrics and probe servers (pkg/serving) and leader election (pkg/leader).
+// Upstream's sample-controller, with each refinement production needed as one
+// call into a package that says why (docs/controller-client-go.md, "Production
+// lessons"). writes.go has the Deployment and status writes.
 
-// shutdownGracePeriod is how long workers may spend finishing the Foo in hand
-// once shutdown begins; then their API calls are cancelled.
+// shutdownGracePeriod is how long, once shutdown begins, workers may finish
+// the Foo in hand, and then events be written.
 const shutdownGracePeriod = 5 * time.Second
 
 // Controller reconciles Foos with the Deployments they ask for.
@@ -76,100 +60,92 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	// The Deployment cache holds *contract.CachedDeployment objects, not
-	// Deployments, so it is read through its indexer (cachedDeployment in
-	// deployment.go), not through the typed lister.
+	// Deployments are cached as *contract.CachedDeployment: read the indexer.
 	deploymentsIndexer cache.Indexer
 	deploymentsSynced  cache.InformerSynced
 	foosLister         listers.FooLister
 	foosIndexer        cache.Indexer
 	foosSynced         cache.InformerSynced
 
-	// workqueue holds the keys of Foos to sync (see queue.go).
-	workqueue *fooQueue
+	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
-	// statusWrites are the expectations of the controller's own status
-	// writes (expectations.go); prunedStatus remembers the last status the
-	// API server pruned, per Foo UID (status.go).
-	statusWrites statusWriteExpectations
-	prunedStatus prunedStatusMemory
-	// deleted are Foos the API server said are gone while the cache still
-	// holds them (expectations.go).
-	deleted deletedFoos
+	// What the controller remembers until the cache shows it, per Foo.
+	statusWrites expectations.StatusWrites
+	deleted      expectations.DeletedFoos
+	prunedStatus prunedstatus.Memory
 
-	// recorder queues events on events; eventWriter writes them (events.go).
-	recorder    record.EventRecorder
-	events      *eventQueue
-	eventWriter *eventWriter
+	recorder record.EventRecorder // events, but in tests
+	events   *eventrecorder.Recorder
 
-	// namespace is the one namespace the informers watch; "" for all.
-	namespace string
-
-	// fence, when set, holds the workers back while this replica may not
-	// write: a leader whose Lease renewal is overdue (pkg/leader's Fence).
-	fence writeFence
+	namespace string     // the one namespace the informers watch; "" for all
+	fence     writeFence // if set, holds workers back while the Lease is overdue
 }
 
-// writeFence says when this replica may write.
+// writeFence says when this replica may write (pkg/leader's Fence).
 type writeFence interface {
-	// WaitOpen returns once writes are allowed, or ctx's error once ctx ends.
 	WaitOpen(ctx context.Context) error
 }
 
-// NewController returns a controller fed by the given informers. It must be
-// called before the informers are started: it sets what their caches keep
-// (contract.TrimForCache) and adds handlers and indexes.
+// NewController returns a controller fed by the given informers, called
+// before they start: it sets what the Foo cache keeps (contract.TrimForCache).
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
-	deploymentInformer appsinformers.DeploymentInformer,
+	deploymentInformer cache.SharedIndexInformer,
 	fooInformer informers.FooInformer,
 ) (*Controller, error) {
-	// Let events about Foos be recorded: the event machinery needs the Foo
-	// types in the scheme it encodes object references with.
+	// Events about Foos need the Foo types in the scheme.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-	events := newEventQueue()
-	recorder := &eventRecorder{scheme: scheme.Scheme, source: corev1.EventSource{Component: samplev1alpha1.ControllerName},
-		queue: events, logger: klog.FromContext(ctx)}
+	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplev1alpha1.ControllerName)
 
 	controller := &Controller{
 		kubeclientset:      kubeclientset,
 		sampleclientset:    sampleclientset,
-		deploymentsIndexer: deploymentInformer.Informer().GetIndexer(),
-		deploymentsSynced:  deploymentInformer.Informer().HasSynced,
+		deploymentsIndexer: deploymentInformer.GetIndexer(),
+		deploymentsSynced:  deploymentInformer.HasSynced,
 		foosLister:         fooInformer.Lister(),
 		foosIndexer:        fooInformer.Informer().GetIndexer(),
 		foosSynced:         fooInformer.Informer().HasSynced,
-		workqueue:          newFooQueue(),
-		recorder:           recorder,
+		workqueue:          freshfirst.New(),
+		recorder:           events,
 		events:             events,
-		eventWriter:        newEventWriter(events, &typedcorev1.EventSinkImpl{Interface: kubeclientset.CoreV1().Events("")}),
-	}
-	if err := deploymentInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
-		return nil, err
 	}
 	if err := fooInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
 		return nil, err
 	}
-	if err := controller.addEventHandlers(ctx, fooInformer.Informer(), deploymentInformer.Informer()); err != nil {
+	if err := fooInformer.Informer().AddIndexers(contract.FooIndexers()); err != nil {
+		return nil, err
+	}
+
+	klog.FromContext(ctx).Info("Setting up event handlers")
+	if _, err := fooInformer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    controller.onFooAdd,
+		UpdateFunc: controller.onFooUpdate,
+		DeleteFunc: controller.onFooDelete,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    controller.onDeploymentAdd,
+		UpdateFunc: controller.onDeploymentUpdate,
+		DeleteFunc: controller.onDeploymentDelete,
+	}); err != nil {
 		return nil, err
 	}
 	return controller, nil
 }
 
-// Run waits for the informer caches to sync, then runs workers until ctx is
-// cancelled. Then it stops taking work, lets the workers finish the Foo in
-// hand and returns.
+// Run waits for the caches to sync, then runs workers until ctx ends; then
+// the workers finish the Foo in hand and the events recorded are written.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.writeEvents(ctx)()
+	defer c.events.Shutdown(ctx, shutdownGracePeriod)
 	defer c.workqueue.ShutDown()
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Starting Foo controller")
-	// Caches that synced before this replica led are a standby's: they may
-	// have fallen behind since (see rememberFoosDeletedWhileStandby).
+	// Caches synced before this replica led are a standby's, maybe behind.
 	wasStandby := c.HasSynced()
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced); !ok {
@@ -179,24 +155,21 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		if err := c.rememberFoosDeletedWhileStandby(ctx); err != nil {
-			// Not fatal: without it a Foo deleted meanwhile costs one
-			// Deployment create, undone by the garbage collector.
+		foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
+		if err := takeover.RememberFoosDeletedWhileStandby(ctx, c.foosLister, foos, &c.deleted); err != nil {
+			// Not fatal: a Foo deleted meanwhile costs one create.
 			utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
 		}
 	}
 
-	// Syncs run on a context that outlives ctx by shutdownGracePeriod, so
-	// that a worker finishes the Foo in hand rather than leave half its
-	// writes undone.
+	// Syncs outlive ctx by shutdownGracePeriod: a worker finishes its Foo.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGracePeriod, cancelWork) })
-	defer stopGrace()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGracePeriod, cancelWork) })()
 
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.workqueue.feedBacklog(ctx, backlogLowWater, backlogMaxWait) })
+	wg.Go(func() { c.workqueue.FeedBacklog(ctx) })
 	for range workers {
 		wg.Go(func() {
 			wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second)
@@ -212,92 +185,67 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
-// writeEvents starts writing the recorded events and returns the function
-// that stops it: the events already recorded, those of the last syncs
-// among them, get one more attempt each, for at most shutdownGracePeriod.
-func (c *Controller) writeEvents(ctx context.Context) (stop func()) {
-	writeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.eventWriter.run(writeCtx)
-	}()
-	return func() {
-		c.events.close()
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownGracePeriod):
-			klog.FromContext(ctx).Info("Events not all written at shutdown")
-		}
-	}
-}
-
-// rememberFoosDeletedWhileStandby marks as deleted (c.deleted) the Foos a
-// standby's cache holds that the API server no longer has.
-//
-// A standby's informers may lag by seconds when it takes over: after an API
-// server outage they re-list and re-watch with backoff, and their caches still
-// count as synced from their first list. Found by the chaos test: a new
-// leader created Deployments for two Foos the user had deleted 4 s before,
-// which the garbage collector then deleted. So a new leader first lists the
-// Foos from the API server (a quorum read: the newest state), and a Foo that
-// was cached before that list began and is not in it is certainly gone. A
-// Foo cached only after the list began is left alone: it may be newer.
-func (c *Controller) rememberFoosDeletedWhileStandby(ctx context.Context) error {
-	cached, err := c.foosLister.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	present := map[types.UID]bool{}
-	foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
-	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return foos.List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		present[obj.(*samplev1alpha1.Foo).UID] = true
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, foo := range cached {
-		if !present[foo.UID] {
-			klog.FromContext(ctx).V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
-			c.deleted.add(foo.UID)
-		}
-	}
-	return nil
-}
-
 // HasSynced reports whether both informer caches hold a full list.
 func (c *Controller) HasSynced() bool {
 	return c.deploymentsSynced() && c.foosSynced()
 }
 
+// runWorker processes work items until the queue shuts down or ctx ends.
+func (c *Controller) runWorker(ctx, workCtx context.Context) {
+	for ctx.Err() == nil && c.processNextWorkItem(workCtx) {
+	}
+}
+
+// processNextWorkItem takes one key off the queue and syncs it. A failed sync
+// is queued again with backoff; a successful one resets the backoff.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	objRef, shutdown := c.workqueue.Get()
+	if shutdown {
+		return false
+	}
+	// Done lets the queue hand this key out again.
+	defer c.workqueue.Done(objRef)
+	// Wait while the leader's Lease is overdue; on shutdown, stop.
+	if c.fence != nil && c.fence.WaitOpen(ctx) != nil {
+		return false
+	}
+
+	start := time.Now()
+	err := c.syncHandler(ctx, objRef)
+	metrics.ObserveSync(err, time.Since(start))
+	if err == nil || errors.Is(err, expectations.ErrCacheBehindOwnWrite) {
+		// Behind our own status write: its watch event queues the Foo.
+		c.workqueue.Forget(objRef)
+		return true
+	}
+	if apierrors.IsConflict(err) {
+		// A stale cache, not a failure: retry once the watch caught up.
+		klog.FromContext(ctx).V(4).Info("Stale cache, retrying", "foo", objRef, "err", err)
+	} else {
+		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", objRef)
+	}
+	c.workqueue.AddRateLimited(objRef)
+	return true
+}
+
 // syncHandler brings the Deployment of one Foo in line with the Foo, and the
-// Foo's status in line with what it observed. It reads from the caches and
-// writes only what differs, so syncing a Foo that is already right makes no
-// API call at all.
-//
-// What stops a Foo from being reconciled and needs its user to act (an
-// invalid spec, a taken name, a write the API server refuses) is a
-// *contract.Problem: it is reported on the Foo (Ready=False, one Warning event)
-// and, unless retrying cannot help, returned so the Foo is retried with
-// backoff.
+// Foo's status in line with what it observed. It reads the caches and writes
+// only what differs: a Foo already right costs no API call. What needs the
+// user to act (an invalid spec, a taken name, a refused write) is a
+// *contract.Problem, reported on the Foo and, if retrying can help, retried.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "foo", objectRef)
 	ctx = klog.NewContext(ctx, logger)
 
 	foo, err := c.foosLister.Foos(objectRef.Namespace).Get(objectRef.Name)
 	if apierrors.IsNotFound(err) {
-		// Deleted: the garbage collector removes its Deployment.
 		logger.V(4).Info("Foo no longer exists")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if c.deleted.has(foo.UID) {
+	if c.deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
 		return nil
 	}
@@ -305,11 +253,8 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	deployment, err := c.reconcileDeployment(ctx, foo)
 	var problem *contract.Problem
 	if errors.As(err, &problem) {
-		if err := c.reportProblem(ctx, foo, problem); err != nil {
+		if err := c.reportProblem(ctx, foo, problem); err != nil || !problem.Retry {
 			return err
-		}
-		if !problem.Retry {
-			return nil
 		}
 		return problem
 	}
@@ -320,20 +265,90 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	return err
 }
 
-// reconcileDeployment makes the Foo's Deployment what the Foo asks for and
-// returns it.
-func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
-	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
-		return nil, contract.InvalidSpecProblem(errs)
+// enqueueFoo queues a Foo's key, ahead of the backlog when fresh: a change a
+// user waits for. A worker reads the Foo from the cache when it gets to it.
+func (c *Controller) enqueueFoo(obj interface{}, fresh bool) {
+	if objectRef, err := cache.ObjectToName(obj); err != nil {
+		utilruntime.HandleError(err)
+	} else if fresh {
+		c.workqueue.Add(objectRef)
+	} else {
+		c.workqueue.AddToBacklog(objectRef)
 	}
-	deployment, err := c.ensureDeployment(ctx, foo)
-	if err != nil {
-		return nil, err
+}
+
+// Every change to a Foo or its Deployment queues the Foo; the initial lists
+// and resyncs go to the backlog.
+
+func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj, !initial) }
+
+// onFooUpdate queues fresh a new generation, and the echo of a status write
+// a sync gave up waiting for (pkg/expectations); resyncs and echoes, not.
+func (c *Controller) onFooUpdate(old, new interface{}) {
+	newFoo := new.(*samplev1alpha1.Foo)
+	c.enqueueFoo(new, c.statusWrites.CacheCaughtUp(newFoo) || old.(*samplev1alpha1.Foo).Generation != newFoo.Generation)
+}
+
+// onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
+func (c *Controller) onFooDelete(obj interface{}) {
+	if object, ok := objectFromTombstone(obj); ok {
+		c.statusWrites.Forget(object.GetUID())
+		c.prunedStatus.Forget(object.GetUID())
+		c.deleted.Forget(object.GetUID())
 	}
-	// Only now that the requested Deployment is in place: a rename never
-	// leaves the Foo without pods.
-	if err := c.deleteStaleDeployments(ctx, foo); err != nil {
-		return nil, err
+}
+
+func (c *Controller) onDeploymentAdd(obj interface{}, initial bool) { c.handleObject(obj, !initial) }
+
+func (c *Controller) onDeploymentUpdate(old, new interface{}) {
+	// A resync delivers the same object; the Foo's own resync covers it.
+	if old.(*contract.CachedDeployment).ResourceVersion != new.(*contract.CachedDeployment).ResourceVersion {
+		c.handleObject(new, true)
 	}
-	return deployment, nil
+}
+
+// onDeploymentDelete queues the Foo that controlled the deleted Deployment,
+// and every Foo asking for its name: one refused the name can have it now.
+func (c *Controller) onDeploymentDelete(obj interface{}) {
+	c.handleObject(obj, true)
+	if object, ok := objectFromTombstone(obj); ok {
+		waiting, err := c.foosIndexer.ByIndex(contract.FooByDeploymentName, object.GetNamespace()+"/"+object.GetName())
+		utilruntime.HandleError(err)
+		for _, foo := range waiting {
+			c.enqueueFoo(foo, true)
+		}
+	}
+}
+
+// handleObject queues the Foo that controls the given Deployment, if any, so
+// that drift is repaired and status follows the rollout. obj may be a
+// tombstone: the informer missed a delete while disconnected.
+func (c *Controller) handleObject(obj interface{}, fresh bool) {
+	object, ok := objectFromTombstone(obj)
+	if !ok {
+		return
+	}
+	ref := contract.ControllerRef(object)
+	if ref == nil {
+		return
+	}
+	foo, err := c.foosLister.Foos(object.GetNamespace()).Get(ref.Name)
+	if err != nil || foo.UID != ref.UID {
+		// The Foo is gone (or replaced): the garbage collector's business.
+		klog.Background().V(4).Info("Ignoring Deployment whose Foo is gone", "deployment", klog.KObj(object), "foo", ref.Name)
+		return
+	}
+	c.enqueueFoo(foo, fresh)
+}
+
+// objectFromTombstone returns obj, or the last state of a missed delete.
+func objectFromTombstone(obj interface{}) (metav1.Object, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	object, ok := obj.(metav1.Object)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("error decoding object, invalid type %T", obj))
+	}
+	return object, ok
 }

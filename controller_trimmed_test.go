@@ -31,6 +31,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -49,7 +50,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 	}{
 		"missing Deployment": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 1)
+				foo := testfixtures.NewFoo("test", 1)
 				f.foos = append(f.foos, foo)
 				return foo
 			},
@@ -57,9 +58,9 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"in sync and Ready": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 2)
-				d := ownedDeployment(t, foo)
-				f.foos = append(f.foos, withSyncedStatus(foo, d))
+				foo := testfixtures.NewFoo("test", 2)
+				d := testfixtures.OwnedDeployment(t, foo)
+				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
 				f.deployments = append(f.deployments, d)
 				return foo
 			},
@@ -67,17 +68,17 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"Ready, status not yet written": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 2)
+				foo := testfixtures.NewFoo("test", 2)
 				f.foos = append(f.foos, foo)
-				f.deployments = append(f.deployments, ownedDeployment(t, foo))
+				f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
 				return foo
 			},
 			wantWrites: []string{"patch foos/status test application/json-patch+json"},
 		},
 		"not Ready: progress deadline exceeded": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 2)
-				d := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 2)
+				d := testfixtures.OwnedDeployment(t, foo)
 				d.Status.AvailableReplicas = 1
 				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 					Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "test-deployment-5d4f8c7b9" has timed out progressing.`}}
@@ -89,8 +90,8 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"not Ready: rollout not observed yet": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 2)
-				d := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 2)
+				d := testfixtures.OwnedDeployment(t, foo)
 				d.Generation = 2
 				f.foos = append(f.foos, foo)
 				f.deployments = append(f.deployments, d)
@@ -100,8 +101,8 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"drifted replicas": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 3)
-				d := ownedDeployment(t, newFoo("test", 1))
+				foo := testfixtures.NewFoo("test", 3)
+				d := testfixtures.OwnedDeployment(t, testfixtures.NewFoo("test", 1))
 				f.foos = append(f.foos, foo)
 				f.deployments = append(f.deployments, d)
 				return foo
@@ -110,10 +111,10 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"drifted image": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 1)
-				d := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 1)
+				d := testfixtures.OwnedDeployment(t, foo)
 				d.Spec.Template.Spec.Containers[0].Image = "busybox"
-				f.foos = append(f.foos, withSyncedStatus(foo, d))
+				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
 				f.deployments = append(f.deployments, d)
 				return foo
 			},
@@ -121,10 +122,10 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"drifted labels": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 1)
-				d := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 1)
+				d := testfixtures.OwnedDeployment(t, foo)
 				delete(d.Spec.Template.Labels, samplev1alpha1.LabelController)
-				f.foos = append(f.foos, withSyncedStatus(foo, d))
+				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
 				f.deployments = append(f.deployments, d)
 				return foo
 			},
@@ -132,10 +133,10 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"name taken by another Foo's Deployment": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				first, second := newFoo("first", 1), newFoo("second", 1)
+				first, second := testfixtures.NewFoo("first", 1), testfixtures.NewFoo("second", 1)
 				second.Spec.DeploymentName = first.Spec.DeploymentName
-				d := ownedDeployment(t, first)
-				f.foos = append(f.foos, withSyncedStatus(first, d), second)
+				d := testfixtures.OwnedDeployment(t, first)
+				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, first, d), second)
 				f.deployments = append(f.deployments, d)
 				return second
 			},
@@ -143,8 +144,8 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"name taken by a Deployment no Foo controls": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 1)
-				d := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 1)
+				d := testfixtures.OwnedDeployment(t, foo)
 				d.OwnerReferences = nil
 				f.foos = append(f.foos, foo)
 				f.deployments = append(f.deployments, d)
@@ -154,8 +155,8 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"renamed Foo with its stale Deployment": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 1)
-				old := ownedDeployment(t, foo)
+				foo := testfixtures.NewFoo("test", 1)
+				old := testfixtures.OwnedDeployment(t, foo)
 				foo.Spec.DeploymentName = "renamed"
 				foo.Generation = 2
 				f.foos = append(f.foos, foo)
@@ -166,7 +167,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		},
 		"invalid spec": {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
-				foo := newFoo("test", 11)
+				foo := testfixtures.NewFoo("test", 11)
 				f.foos = append(f.foos, foo)
 				return foo
 			},

@@ -22,13 +22,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
 
 // A Deployment event can reach the controller before the watch delivers its
@@ -38,18 +37,13 @@ import (
 // and that sync writes the new status.
 func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	foo.ResourceVersion = "1"
-	d := ownedDeployment(t, foo)
+	d := testfixtures.OwnedDeployment(t, foo)
 	d.Status.AvailableReplicas = 0 // rolling out
 	f.foos = append(f.foos, foo)
 	f.deployments = append(f.deployments, d)
-	f.sync(foo) // builds the controller
-	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
-		stored := foo.DeepCopy()
-		stored.ResourceVersion = "2"
-		return true, stored, nil
-	})
+	f.answerStatusWritesAtVersion2(foo, nil)
 	if err := f.sync(foo); err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +58,8 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available.ResourceVersion = "5"
 	f.controller.deploymentsIndexer.Update(contract.NewCachedDeployment(available))
 	f.client.ClearActions()
-	if err := f.controller.syncHandler(ctx, key); !errors.Is(err, errCacheBehindOwnWrite) || apierrors.IsConflict(err) {
-		t.Fatalf("sync on a cache behind our write: error %v, want errCacheBehindOwnWrite (and no made-up conflict)", err)
+	if err := f.controller.syncHandler(ctx, key); !errors.Is(err, expectations.ErrCacheBehindOwnWrite) || apierrors.IsConflict(err) {
+		t.Fatalf("sync on a cache behind our write: error %v, want expectations.ErrCacheBehindOwnWrite (and no made-up conflict)", err)
 	}
 	before := reconcileCount(t, "deferred")
 	f.controller.onDeploymentUpdate(contract.NewCachedDeployment(d), contract.NewCachedDeployment(available))
@@ -77,7 +71,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	if got := reconcileCount(t, "deferred") - before; got != 1 {
 		t.Errorf("syncs counted as deferred: %v, want 1", got)
 	}
-	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 0 {
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 0 || backlog != 0 {
 		t.Fatalf("queued while the cache is behind: %d fresh, %d backlog; want none", fresh, backlog)
 	}
 
@@ -87,7 +81,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	caughtUp.ResourceVersion = "2"
 	f.controller.foosIndexer.Update(caughtUp)
 	f.controller.onFooUpdate(foo, caughtUp)
-	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 1 || backlog != 0 {
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 1 || backlog != 0 {
 		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)
 	}
 	f.controller.processNextWorkItem(ctx)
@@ -98,18 +92,18 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 // for: it goes to the backlog.
 func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	foo.ResourceVersion = "1"
 	f.foos = append(f.foos, foo)
-	f.deployments = append(f.deployments, ownedDeployment(t, foo))
-	f.sync(foo) // builds the controller
+	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
+	f.build()
 	stored := foo.DeepCopy()
 	stored.ResourceVersion = "2"
-	f.controller.statusWrites.wrote(foo, stored)
+	f.controller.statusWrites.Wrote(foo, stored)
 
 	f.controller.onFooUpdate(foo, stored)
 	q := f.controller.workqueue
-	if fresh, backlog := q.Len(), q.backlog.Len(); fresh != 0 || backlog != 1 {
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 0 || backlog != 1 {
 		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 in the backlog", fresh, backlog)
 	}
 }
@@ -124,7 +118,7 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 	f := newFixture(t)
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
-	foo := newFoo("gone", 1) // in the cache only: deleted on the API server
+	foo := testfixtures.NewFoo("gone", 1) // in the cache only: deleted on the API server
 	f.addToCache(f.controller.foosIndexer, foo.DeepCopy())
 
 	if err := f.sync(foo); err != nil {
@@ -146,42 +140,7 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 
 	// Once the cache shows the deletion, the memory is dropped.
 	f.controller.onFooDelete(foo)
-	if f.controller.deleted.has(foo.UID) {
+	if f.controller.deleted.Has(foo.UID) {
 		t.Error("the deleted Foo is still remembered after its delete event")
 	}
-}
-
-// The sequence the chaos test found: a standby's Foo cache lagged after a
-// kube-apiserver restart; the user deleted Foos; the standby took over and
-// created Deployments for them. Taking over, a standby now lists the Foos
-// from the API server and leaves alone those its cache held before the list
-// that the API server no longer has; a Foo that reaches the cache while the
-// list runs is not judged by it.
-func TestStandbyTakingOverSkipsFoosDeletedWhileItsCacheLagged(t *testing.T) {
-	f := newFixture(t)
-	kept := newFoo("kept", 1)
-	f.foos = append(f.foos, kept)
-	_, ctx := ktesting.NewTestContext(t)
-	f.newController(ctx)
-	gone := newFoo("gone", 1) // deleted on the API server, still cached
-	f.addToCache(f.controller.foosIndexer, gone.DeepCopy())
-	arriving := newFoo("arriving", 1) // created after the list's snapshot
-	f.client.PrependReactor("list", "foos", func(core.Action) (bool, runtime.Object, error) {
-		f.addToCache(f.controller.foosIndexer, arriving.DeepCopy())
-		return false, nil, nil
-	})
-
-	if err := f.controller.rememberFoosDeletedWhileStandby(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for foo, wantDeleted := range map[*samplev1alpha1.Foo]bool{gone: true, kept: false, arriving: false} {
-		if got := f.controller.deleted.has(foo.UID); got != wantDeleted {
-			t.Errorf("%s remembered as deleted: %v, want %v", foo.Name, got, wantDeleted)
-		}
-	}
-	if err := f.sync(gone); err != nil {
-		t.Fatal(err)
-	}
-	f.expectKubeWrites()
-	f.expectFooWrites()
 }

@@ -29,6 +29,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -58,23 +59,23 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 		"create refused by a quota": {"create", func(*fixture, *samplev1alpha1.Foo) {}, quota,
 			samplev1alpha1.ReasonFailedCreate, "create deployments test-deployment"},
 		"repair refused by a policy": {"patch", func(f *fixture, foo *samplev1alpha1.Foo) {
-			d := ownedDeployment(t, foo)
+			d := testfixtures.OwnedDeployment(t, foo)
 			d.Spec.Replicas = ptr.To[int32](5)
 			f.deployments = append(f.deployments, d)
 		}, policy, samplev1alpha1.ReasonFailedUpdate, "patch deployments test-deployment application/apply-patch+yaml"},
 		"stale delete forbidden": {"delete", func(f *fixture, foo *samplev1alpha1.Foo) {
-			stale := ownedDeployment(t, foo)
+			stale := testfixtures.OwnedDeployment(t, foo)
 			stale.Name = "old-name"
-			f.deployments = append(f.deployments, ownedDeployment(t, foo), stale)
+			f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo), stale)
 		}, apierrors.NewForbidden(deploymentsResource, "old-name", fmt.Errorf("denied")),
 			samplev1alpha1.ReasonFailedDelete, "delete deployments old-name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			foo := newFoo("test", 1)
+			foo := testfixtures.NewFoo("test", 1)
 			f.foos = append(f.foos, foo)
 			tc.setup(f, foo)
-			f.sync(foo) // builds the controller
+			f.build()
 			f.refuse(tc.verb, tc.err)
 			f.discardEvents()
 
@@ -128,7 +129,7 @@ func (f *fixture) discardEvents() {
 // Foo's user: they say nothing the user can act on.
 func TestTransientWriteErrorIsOnlyRetried(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	f.foos = append(f.foos, foo)
 	f.sync(foo)
 	f.discardEvents()
@@ -146,18 +147,14 @@ func TestTransientWriteErrorIsOnlyRetried(t *testing.T) {
 // not written again and again.
 func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 	f := newFixture(t)
-	foo := newFoo("test", 1)
-	d := ownedDeployment(t, foo)
+	foo := testfixtures.NewFoo("test", 1)
+	d := testfixtures.OwnedDeployment(t, foo)
 	f.foos = append(f.foos, foo)
 	f.deployments = append(f.deployments, d)
-	f.sync(foo) // builds the controller
 	// An API server serving the classic CRD: status has availableReplicas
 	// only.
-	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
-		stored := foo.DeepCopy()
-		stored.ResourceVersion = "2"
+	f.answerStatusWritesAtVersion2(foo, func(stored *samplev1alpha1.Foo) {
 		stored.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
-		return true, stored, nil
 	})
 	f.discardEvents()
 

@@ -25,6 +25,12 @@ kube::codegen::gen_helpers \
 	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
 	"${SCRIPT_ROOT}/pkg/apis"
 
+# The compact Deployment cache's type (pkg/contract/cache.go): a
+# runtime.Object the informer's detectors deep-copy.
+kube::codegen::gen_helpers \
+	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
+	"${SCRIPT_ROOT}/pkg/contract"
+
 kube::codegen::gen_client \
 	--with-watch \
 	--with-applyconfig \

@@ -25,7 +25,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -41,9 +40,9 @@ import (
 // last-applied-configuration alone repeats the whole object), the pod
 // template beyond labels and container images, the reasons, messages and
 // timestamps of the Deployment's conditions. TrimForCache, the informer
-// transform installed by NewController, trims each object to the fields the
-// controller reads before the object enters the cache and reaches the event
-// handlers.
+// transform of NewDeploymentInformer and of the Foo informer, trims each
+// object to the fields the controller reads before the object enters the
+// cache and reaches the event handlers.
 //
 // It is an allow-list: a field not kept below reads as its zero value
 // everywhere the controller looks at a cached object (listers, indexes,
@@ -73,8 +72,8 @@ import (
 // 824 (BenchmarkCachedBytesPerDeployment; docs/performance.md has the
 // figures).
 
-// TrimForCache is the informer transform of both informers, installed by
-// NewController: it turns a Deployment into its CachedDeployment and trims a
+// TrimForCache is the informer transform of both informers (installed by
+// NewDeploymentInformer and NewController): it turns a Deployment into its CachedDeployment and trims a
 // Foo; anything else, a CachedDeployment or a cache.DeletedFinalStateUnknown
 // tombstone (whose object was trimmed when it entered the cache) among them,
 // passes through unchanged.
@@ -94,6 +93,9 @@ func TrimForCache(obj interface{}) (interface{}, error) {
 
 // CachedDeployment is what the Deployment cache holds of a managed
 // Deployment: the fields the controller reads, and nothing else.
+//
+// +k8s:deepcopy-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type CachedDeployment struct {
 	// ObjectMeta keeps the name and namespace (the cache key, deletes, log
 	// lines and event messages), the uid (the precondition of deleting a
@@ -127,12 +129,16 @@ type CachedDeployment struct {
 }
 
 // Container is a container of a pod template, by name and image.
+//
+// +k8s:deepcopy-gen=true
 type Container struct {
 	Name, Image string
 }
 
 // CachedDeploymentStatus is what ReadyCondition and DesiredStatus read of a
 // Deployment's status.
+//
+// +k8s:deepcopy-gen=true
 type CachedDeploymentStatus struct {
 	ObservedGeneration                           int64
 	Replicas, UpdatedReplicas, AvailableReplicas int32
@@ -195,34 +201,13 @@ func NewCachedDeployment(d *appsv1.Deployment) *CachedDeployment {
 	return cached
 }
 
-// DeepCopy returns a copy of d that shares nothing mutable with it.
-func (d *CachedDeployment) DeepCopy() *CachedDeployment {
-	if d == nil {
-		return nil
-	}
-	out := *d
-	d.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	if d.Replicas != nil {
-		out.Replicas = ptr.To(*d.Replicas)
-	}
-	out.OwnedLabels = slices.Clone(d.OwnedLabels)
-	out.TemplateLabels = slices.Clone(d.TemplateLabels)
-	out.Selector = slices.Clone(d.Selector)
-	out.Containers = slices.Clone(d.Containers)
-	return &out
-}
-
 // A CachedDeployment is a runtime.Object, as client-go expects of what an
 // informer caches: its cache mutation detector (KUBE_CACHE_MUTATION_DETECTOR)
 // copies each cached object to check that nobody modifies it, and its
 // watch-list consistency check (KUBE_WATCHLIST_INCONSISTENCY_DETECTOR)
-// compares the cache with a list. It has no kind of its own: it is never
-// sent to or decoded from the API server.
-
-// DeepCopyObject implements runtime.Object.
-func (d *CachedDeployment) DeepCopyObject() runtime.Object {
-	return d.DeepCopy()
-}
+// compares the cache with a list. DeepCopy and DeepCopyObject are generated
+// (zz_generated.deepcopy.go, make generate). It has no kind of its own: it
+// is never sent to or decoded from the API server.
 
 // GetObjectKind implements runtime.Object.
 func (d *CachedDeployment) GetObjectKind() schema.ObjectKind {
@@ -302,12 +287,16 @@ func canonicalNamespace(ns string) string {
 }
 
 // Label is a label's key and value.
+//
+// +k8s:deepcopy-gen=true
 type Label struct {
 	Key, Value string
 }
 
 // Labels are a few labels sorted by key. A slice costs 32 bytes a label; a
 // map costs some 300 bytes however few it holds.
+//
+// +k8s:deepcopy-gen=true
 type Labels []Label
 
 // labelsAmong returns the labels whose keys are among keys, sorted by key,
@@ -354,7 +343,7 @@ func (l Labels) Equal(m map[string]string) bool {
 //   - uid: the owner reference and ownership checks, the controller-UID
 //     index, the controller's per-Foo memories of status writes;
 //   - resourceVersion: the precondition of status writes, and whether the
-//     cache has seen the controller's last one (statusWriteExpectations);
+//     cache has seen the controller's last one (pkg/expectations);
 //   - name, namespace, uid and resourceVersion also make the reference to
 //     the Foo in its events;
 //   - generation: status.observedGeneration, and whether an update is a

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 )
@@ -129,7 +130,7 @@ func liveHeap() int64 {
 // annotation and conditions.
 func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 	tb.Helper()
-	foo := newFoo(fmt.Sprintf("foo-%05d", i), 1)
+	foo := testfixtures.NewFoo(fmt.Sprintf("foo-%05d", i), 1)
 	d, err := DeploymentObject(DesiredDeployment(foo))
 	if err != nil {
 		tb.Fatal(err)
@@ -173,7 +174,7 @@ func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 // created by a client, its status written by the controller.
 func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 	tb.Helper()
-	foo := newFoo(fmt.Sprintf("foo-%05d", i), 1)
+	foo := testfixtures.NewFoo(fmt.Sprintf("foo-%05d", i), 1)
 	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
 	foo.UID = types.UID(fmt.Sprintf("0b9d7e6c-1f2a-4c3d-8e5f-%012d", i))
 	foo.ResourceVersion = fmt.Sprint(200000 + i)
@@ -184,5 +185,5 @@ func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 		{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)}},
 	}
-	return withSyncedStatus(foo, servedDeployment(tb, i))
+	return testfixtures.WithSyncedStatus(tb, foo, servedDeployment(tb, i))
 }

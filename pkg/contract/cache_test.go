@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 )
@@ -47,7 +48,7 @@ import (
 // team (a label, a sidecar, an owner), and the pod template's defaults.
 func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	t.Helper()
-	d := ownedDeployment(t, foo)
+	d := testfixtures.OwnedDeployment(t, foo)
 	d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	d.ResourceVersion = "7"
 	d.Generation = 3
@@ -102,7 +103,7 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 // sync: with annotations, managedFields and the status the controller wrote.
 func completeFoo(t *testing.T, name string, replicas int32) *samplev1alpha1.Foo {
 	t.Helper()
-	foo := newFoo(name, replicas)
+	foo := testfixtures.NewFoo(name, replicas)
 	foo.ResourceVersion = "42"
 	foo.Generation = 3
 	foo.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
@@ -115,7 +116,7 @@ func completeFoo(t *testing.T, name string, replicas int32) *samplev1alpha1.Foo 
 		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1",
 			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:deploymentName":{},"f:replicas":{}}}`)}},
 	}
-	withSyncedStatus(foo, completeDeployment(t, foo))
+	testfixtures.WithSyncedStatus(t, foo, completeDeployment(t, foo))
 	foo.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC))
 	return foo
 }
@@ -151,7 +152,7 @@ func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 // others add (labels, annotations, a sidecar, match expressions, a strategy)
 // never counts.
 func TestCachedDeploymentDrift(t *testing.T) {
-	foo := newFoo("test", 3)
+	foo := testfixtures.NewFoo("test", 3)
 	for name, tc := range map[string]struct {
 		mutate func(*appsv1.Deployment)
 		want   string
@@ -260,7 +261,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 // controller reference alone, without blockOwnerDeletion, and the
 // Deployment's key.
 func TestCachedDeploymentKeepsItsController(t *testing.T) {
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	for name, tc := range map[string]struct {
 		mutate     func(*appsv1.Deployment)
 		owners     []metav1.OwnerReference // kept in the cache
@@ -386,7 +387,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 }
 
 // cachedCompleteDeployment is what the cache keeps of
-// completeDeployment(t, newFoo("test", 3)).
+// completeDeployment(t, testfixtures.NewFoo("test", 3)).
 func cachedCompleteDeployment() *CachedDeployment {
 	podLabels := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}}
 	return &CachedDeployment{
@@ -431,12 +432,12 @@ func cachedCompleteDeployment() *CachedDeployment {
 // blockOwnerDeletion, match expressions, strategy, pod template beyond its
 // owned labels and the containers' names and images, condition details.
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
-	d := completeDeployment(t, newFoo("test", 3))
+	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
 	if got := NewCachedDeployment(d); !reflect.DeepEqual(got, want) {
 		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
 	}
-	if got := cachedDeployment(t, completeDeployment(t, newFoo("test", 3))); !reflect.DeepEqual(got, want) {
+	if got := cachedDeployment(t, completeDeployment(t, testfixtures.NewFoo("test", 3))); !reflect.DeepEqual(got, want) {
 		t.Errorf("the transform's cached Deployment:\n%s", diff.Diff(want, got))
 	}
 }
@@ -450,7 +451,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 		"TrimForCache":        func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := completeDeployment(t, newFoo("test", 3))
+			d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 			before := d.DeepCopy()
 			build(t, d)
 			if !reflect.DeepEqual(d, before) {
@@ -464,7 +465,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 // was built from: changing the Deployment afterwards leaves it as it was
 // (and the Deployment can be collected as soon as it is built).
 func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
-	d := completeDeployment(t, newFoo("test", 3))
+	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	cached := NewCachedDeployment(d)
 
 	*d.Spec.Replicas = 9
@@ -486,7 +487,7 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 // detector makes of each cached object) shares nothing that can be changed
 // with the original.
 func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
-	cached := NewCachedDeployment(completeDeployment(t, newFoo("test", 3)))
+	cached := NewCachedDeployment(completeDeployment(t, testfixtures.NewFoo("test", 3)))
 	var obj runtime.Object = cached
 	cp := obj.DeepCopyObject().(*CachedDeployment)
 	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
@@ -599,7 +600,7 @@ func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
 // CachedDeployment and tombstones included: their object was trimmed when
 // it entered the cache.
 func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
-	d := completeDeployment(t, newFoo("test", 1))
+	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
 	cached := NewCachedDeployment(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
@@ -638,7 +639,7 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 // once per Deployment; the Foo's name in the controller label is the owner
 // reference's.
 func TestCachedDeploymentSharesEqualLabels(t *testing.T) {
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	da, db := completeDeployment(t, foo), completeDeployment(t, foo)
 	if unsafe.StringData(da.Namespace) == unsafe.StringData(db.Namespace) ||
 		unsafe.StringData(da.Labels[samplev1alpha1.LabelController]) == unsafe.StringData(da.OwnerReferences[1].Name) {

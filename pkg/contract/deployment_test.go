@@ -24,11 +24,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 func TestDeploymentDrift(t *testing.T) {
-	foo := newFoo("test", 2)
+	foo := testfixtures.NewFoo("test", 2)
 	for name, tc := range map[string]struct {
 		mutate func(*appsv1.Deployment)
 		want   string
@@ -54,7 +55,7 @@ func TestDeploymentDrift(t *testing.T) {
 		}, "replicas,container nginx"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := ownedDeployment(t, foo)
+			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
 			if got := strings.Join(Drift(DesiredDeployment(foo), NewCachedDeployment(d)), ","); got != tc.want {
 				t.Errorf("drift %q, want %q", got, tc.want)
@@ -66,7 +67,7 @@ func TestDeploymentDrift(t *testing.T) {
 // DesiredDeployment is a pure function of the Foo: the same Foo, the same
 // Deployment, and a replicas default of 1.
 func TestNewDeployment(t *testing.T) {
-	foo := newFoo("test", 1)
+	foo := testfixtures.NewFoo("test", 1)
 	foo.Spec.Replicas = nil
 	d, err := DeploymentObject(DesiredDeployment(foo))
 	if err != nil {

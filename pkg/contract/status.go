@@ -17,6 +17,7 @@ limitations under the License.
 package contract
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -137,4 +138,23 @@ func withoutTransitionTimes(status samplev1alpha1.FooStatus) samplev1alpha1.FooS
 		out.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
 	return out
+}
+
+// StatusPatch is the write of status to a Foo's status subresource: a JSON
+// patch replacing the whole status, conditional on the Foo being at
+// resourceVersion, the version the status was computed from. A Foo changed
+// since is refused with 409 Conflict, rather than a stale status overwriting
+// a newer one.
+func StatusPatch(resourceVersion string, status samplev1alpha1.FooStatus) ([]byte, error) {
+	return json.Marshal([]jsonPatchOperation{
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion},
+		{Op: "add", Path: "/status", Value: status},
+	})
+}
+
+// jsonPatchOperation is one operation of an RFC 6902 JSON patch.
+type jsonPatchOperation struct {
+	Op    string      `json:"op"`
+	Path  string      `json:"path"`
+	Value interface{} `json:"value,omitempty"`
 }

@@ -24,11 +24,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 func TestReadyCondition(t *testing.T) {
-	foo := newFoo("test", 3)
+	foo := testfixtures.NewFoo("test", 3)
 	for name, tc := range map[string]struct {
 		mutate func(*appsv1.Deployment)
 		status metav1.ConditionStatus
@@ -51,7 +52,7 @@ func TestReadyCondition(t *testing.T) {
 		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := ownedDeployment(t, foo)
+			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
 			got := ReadyCondition(foo, NewCachedDeployment(d))
 			if got.Type != samplev1alpha1.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
@@ -64,8 +65,8 @@ func TestReadyCondition(t *testing.T) {
 // An unchanged condition keeps its lastTransitionTime; a changed one gets a
 // new one. The Foo passed in is not modified.
 func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
-	foo := newFoo("test", 1)
-	d := NewCachedDeployment(ownedDeployment(t, foo))
+	foo := testfixtures.NewFoo("test", 1)
+	d := NewCachedDeployment(testfixtures.OwnedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}

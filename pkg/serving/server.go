@@ -33,6 +33,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
@@ -102,6 +103,24 @@ func metricsHandler(profiling bool) http.Handler {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	return mux
+}
+
+// Probes are the controller's checks. Liveness fails when, with leader
+// election, a leader stops renewing its Lease (watchdog); readiness waits for
+// synced, the informer caches, so a standby is ready as soon as it could
+// take over.
+func Probes(leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool) (liveness, readiness []Check) {
+	liveness = []Check{{Name: "ping", Check: func(*http.Request) error { return nil }}}
+	if leaderElection {
+		liveness = append(liveness, Check{Name: "leaderElection", Check: watchdog.Check})
+	}
+	readiness = []Check{{Name: "informer-sync", Check: func(*http.Request) error {
+		if !synced() {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}}}
+	return liveness, readiness
 }
 
 // ServeProbes serves /healthz (liveness) and /readyz (readiness) on addr over

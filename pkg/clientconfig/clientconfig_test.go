@@ -14,14 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package clientconfig
 
 import (
-	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,32 +28,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
-	"github.com/kube-samples/sample-controller/pkg/leader"
-	"github.com/kube-samples/sample-controller/pkg/serving"
 )
-
-// The defaults a user gets, and the command line parsed into options.
-func TestFlags(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o := addFlags(fs)
-	if o.workers != 8 || o.resyncPeriod != 10*time.Hour || o.kubeAPIQPS != 0 || o.kubeAPIBurst != 0 ||
-		o.metrics != (serving.MetricsOptions{BindAddress: ":8443", Secure: true}) || o.probeAddr != ":8081" || o.namespace != "" {
-		t.Errorf("defaults: %+v", o)
-	}
-	le := o.leaderElection
-	if le != (leader.Config{Enabled: true, Namespace: "default", Name: "sample-controller",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
-		t.Errorf("leader election defaults: %+v", le)
-	}
-	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
-		"-kube-api-burst=60", "-leader-elect=false", "-profiling", "-v=4", "-logging-format=json"}); err != nil {
-		t.Fatal(err)
-	}
-	if o.namespace != "team-a" || o.workers != 3 || o.resyncPeriod != time.Minute || o.kubeAPIQPS != 50 ||
-		o.kubeAPIBurst != 60 || o.leaderElection.Enabled || !o.metrics.Profiling || o.logging.Format != "json" || o.logging.Verbosity != 4 {
-		t.Errorf("parsed: %+v, logging %+v", o, o.logging)
-	}
-}
 
 // By default the controller's clients have no client-side rate limiter;
 // -kube-api-qps and -kube-api-burst set one, shared by both clients.
@@ -75,7 +48,7 @@ func TestClientConfigsLimitRequestsOnlyWhenAsked(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			base := &rest.Config{Host: "https://example.invalid"}
-			sample, kube := clientConfigs(base, &options{kubeAPIQPS: tc.qps, kubeAPIBurst: tc.burst}, "node-1_0b5c")
+			sample, kube := ForController(base, tc.qps, tc.burst, "node-1_0b5c")
 			for _, cfg := range []*rest.Config{sample, kube} {
 				if cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurst || cfg.UserAgent != "sample-controller/node-1_0b5c" || cfg.Host != base.Host {
 					t.Errorf("config: QPS %v, burst %d, user agent %q, host %q", cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.Host)
@@ -125,7 +98,7 @@ func builtRateLimiters(t *testing.T, sample, kube *rest.Config) (foo, builtIn fl
 
 func TestClientConfigsSpeakProtobufToBuiltInTypes(t *testing.T) {
 	base := &rest.Config{Host: "https://example.invalid"}
-	sample, kube := clientConfigs(base, &options{}, "node-1_0b5c")
+	sample, kube := ForController(base, 0, 0, "node-1_0b5c")
 	if kube.ContentType != "application/vnd.kubernetes.protobuf" || sample.ContentType != "" {
 		t.Errorf("content types: built-in %q, Foo %q", kube.ContentType, sample.ContentType)
 	}
@@ -173,7 +146,7 @@ func TestClientConfigIsFoundLikeKubectl(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(clientcmd.RecommendedConfigPathEnvVar, tc.env)
-			cfg, err := loadClientConfig(tc.kubeconfig, tc.master)
+			cfg, err := Load(tc.kubeconfig, tc.master)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,10 +14,25 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+// Package metrics is the controller's own metrics, served on /metrics with
+// client-go's (workqueue, REST client, leader election), which it registers
+// too: how syncs end and how long they take, the events dropped, and the Foos
+// by readiness.
+//
+// Why not only client-go's: its workqueue metrics say how much work waits,
+// not how it ends. A sync that found the cache behind the controller's own
+// status write ("deferred") and one answered 409 ("conflict") are both
+// normal at scale (a cold start over 10,000 Foos defers thousands), and an
+// alert on errors must not count them; samplecontroller_foos lets a platform
+// team alert on Foos not Ready for long, with the reason, without a label
+// per Foo.
+package metrics
 
 import (
+	"errors"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +49,13 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
 // The controller's own metrics, served on /metrics with client-go's.
 var (
-	reconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	ReconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "samplecontroller",
 		Name:           "reconcile_total",
 		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409; the Foo is retried); deferred (no status written because the cache had not yet seen the controller's own last status write; the Foo is synced again when it does); error (the Foo is retried with backoff).",
@@ -56,22 +72,50 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
-	eventsDropped = metrics.NewCounterVec(&metrics.CounterOpts{
+	// EventsDropped counts the events not recorded, by type (pkg/eventrecorder).
+	EventsDropped = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "samplecontroller",
 		Name:           "events_dropped_total",
-		Help:           "Events not recorded, by type: Normal events that found the queue of events waiting to be written full (1000), and events recorded after shutdown began. Warnings are never dropped for lack of room.",
+		Help:           "Events not recorded, by type: events that found 1000 of their type waiting to be written, and events recorded after shutdown began. Warnings and Normal events wait apart: a burst of Normal events never drops a Warning.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"type"})
 )
 
 func init() {
-	legacyregistry.MustRegister(reconcileTotal, reconcileDuration, eventsDropped)
+	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped)
 }
 
-// observeReconcile records the result and duration of one sync.
-func observeReconcile(result string, d time.Duration) {
-	reconcileTotal.WithLabelValues(result).Inc()
+// ObserveSync records the result and duration of one sync, given the error
+// it returned.
+func ObserveSync(err error, d time.Duration) {
+	ReconcileTotal.WithLabelValues(SyncResult(err)).Inc()
 	reconcileDuration.Observe(d.Seconds())
+}
+
+// The results of a sync, as samplecontroller_reconcile_total counts them.
+const (
+	SyncSucceeded = "success"
+	// SyncDeferred: the cache had not shown the controller's own last
+	// status write (expectations.ErrCacheBehindOwnWrite); its watch event
+	// queues the Foo.
+	SyncDeferred = "deferred"
+	// SyncConflict: a write was answered 409, the cache was behind.
+	SyncConflict = "conflict"
+	SyncFailed   = "error"
+)
+
+// SyncResult classifies the error a sync returned.
+func SyncResult(err error) string {
+	switch {
+	case err == nil:
+		return SyncSucceeded
+	case errors.Is(err, expectations.ErrCacheBehindOwnWrite):
+		return SyncDeferred
+	case apierrors.IsConflict(err):
+		return SyncConflict
+	default:
+		return SyncFailed
+	}
 }
 
 // fooReadinessDesc describes samplecontroller_foos: how many Foos there are
@@ -88,7 +132,9 @@ type fooReadinessCollector struct {
 	foos listers.FooLister
 }
 
-func newFooReadinessCollector(foos listers.FooLister) *fooReadinessCollector {
+// NewFooReadinessCollector returns the collector of samplecontroller_foos,
+// counting the Foos foos lists.
+func NewFooReadinessCollector(foos listers.FooLister) *fooReadinessCollector {
 	return &fooReadinessCollector{foos: foos}
 }
 

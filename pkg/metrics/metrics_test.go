@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package metrics
 
 import (
 	"strings"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
@@ -34,7 +35,7 @@ import (
 func TestFooReadinessIsCountedFromTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	withReady := func(name string, status metav1.ConditionStatus, reason string) *samplev1alpha1.Foo {
-		foo := newFoo(name, 1)
+		foo := testfixtures.NewFoo(name, 1)
 		foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: status, Reason: reason}}
 		return foo
 	}
@@ -43,7 +44,7 @@ func TestFooReadinessIsCountedFromTheCache(t *testing.T) {
 		withReady("b", metav1.ConditionTrue, "Available"),
 		withReady("c", metav1.ConditionFalse, "FailedCreate"),
 		withReady("d", metav1.ConditionFalse, "Progressing"),
-		newFoo("e", 1),
+		testfixtures.NewFoo("e", 1),
 	} {
 		if err := indexer.Add(foo); err != nil {
 			t.Fatal(err)
@@ -57,7 +58,7 @@ samplecontroller_foos{ready="False",reason="Progressing"} 1
 samplecontroller_foos{ready="True",reason="Available"} 2
 samplecontroller_foos{ready="Unknown",reason=""} 1
 `
-	collector := newFooReadinessCollector(listers.NewFooLister(indexer))
+	collector := NewFooReadinessCollector(listers.NewFooLister(indexer))
 	if err := testutil.CustomCollectAndCompare(collector, strings.NewReader(want), "samplecontroller_foos"); err != nil {
 		t.Error(err)
 	}

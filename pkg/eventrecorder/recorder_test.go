@@ -1,0 +1,194 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package eventrecorder
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	core "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
+)
+
+func droppedEvents(t *testing.T, eventType string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(metrics.EventsDropped.WithLabelValues(eventType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// eventServer is a fake clientset that records the events created, and
+// whose Normal event creates wait until release is closed. (They wait
+// outside the fake: it runs one action at a time.)
+type eventServer struct {
+	client *fake.Clientset
+	// blocked receives each Normal event create once it waits.
+	blocked chan struct{}
+	release chan struct{}
+
+	mu      sync.Mutex
+	created []*corev1.Event
+}
+
+func newEventServer(t *testing.T) *eventServer {
+	t.Helper()
+	if err := samplescheme.AddToScheme(scheme.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	s := &eventServer{client: fake.NewClientset(), blocked: make(chan struct{}, 1), release: make(chan struct{})}
+	s.client.PrependReactor("create", "events", func(action core.Action) (bool, runtime.Object, error) {
+		event := action.(core.CreateAction).GetObject().(*corev1.Event)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.created = append(s.created, event)
+		return true, event, nil
+	})
+	return s
+}
+
+func (s *eventServer) Events(namespace string) typedcorev1.EventInterface {
+	return &heldEvents{EventInterface: s.client.CoreV1().Events(namespace), server: s}
+}
+
+// heldEvents holds Normal event creates until the server releases them.
+type heldEvents struct {
+	typedcorev1.EventInterface
+	server *eventServer
+}
+
+func (h *heldEvents) CreateWithEventNamespace(event *corev1.Event) (*corev1.Event, error) {
+	if event.Type == corev1.EventTypeNormal {
+		select {
+		case h.server.blocked <- struct{}{}:
+		default:
+		}
+		<-h.server.release
+	}
+	return h.EventInterface.CreateWithEventNamespace(event)
+}
+
+// written returns the events created so far.
+func (s *eventServer) written() []*corev1.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*corev1.Event(nil), s.created...)
+}
+
+// waitWritten waits at most 10 s for n events to be created.
+func (s *eventServer) waitWritten(t *testing.T, n int) []*corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		written := s.written()
+		if len(written) >= n {
+			return written
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events written within 10 s, want %d", len(written), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// While the API server holds a Normal event, 1,000 more wait and the next
+// is dropped and counted; a Warning recorded then is still written, at once.
+func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
+	ctx := testContext(t)
+	server := newEventServer(t)
+	recorder := New(ctx, server, scheme.Scheme, samplev1alpha1.ControllerName)
+	normalBefore, warningBefore := droppedEvents(t, corev1.EventTypeNormal), droppedEvents(t, corev1.EventTypeWarning)
+
+	// One Foo per event: the correlator holds back repeats on one object,
+	// which is not what this test is about.
+	recorder.Eventf(testfixtures.NewFoo("foo-held", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment held")
+	select {
+	case <-server.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Normal event did not reach the API server within 10 s")
+	}
+	for i := range 1001 {
+		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %d", i)
+	}
+	if got := droppedEvents(t, corev1.EventTypeNormal) - normalBefore; got != 1 {
+		t.Errorf("%v Normal events counted as dropped, want 1 (the 1001st waiting)", got)
+	}
+
+	recorder.Event(testfixtures.NewFoo("broken", 1), corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists, "taken")
+	first := server.waitWritten(t, 1)[0]
+	if first.Type != corev1.EventTypeWarning || first.Reason != samplev1alpha1.ReasonResourceExists || first.InvolvedObject.Name != "broken" ||
+		first.InvolvedObject.Kind != "Foo" || first.Source.Component != samplev1alpha1.ControllerName || first.Namespace != "default" {
+		t.Errorf("first event written: %+v, want the Warning about Foo broken", first)
+	}
+
+	close(server.release)
+	recorder.Shutdown(ctx, 30*time.Second)
+	written := server.written()
+	if got := droppedEvents(t, corev1.EventTypeWarning) - warningBefore; got != 0 {
+		t.Errorf("%v Warnings dropped, want 0", got)
+	}
+	if len(written) != 1002 {
+		t.Fatalf("%d events written, want 1002: the Warning, the held Normal event and the next 1000", len(written))
+	}
+	if second, last := written[1], written[1001]; second.Message != "Created Deployment held" || last.Message != "Created Deployment 999" {
+		t.Errorf("Normal events written from %q to %q, want from the held one to the 1000th after it", second.Message, last.Message)
+	}
+}
+
+// Shutdown returns once the events recorded before are written: the events
+// of the last syncs go out at shutdown. An event recorded after is dropped
+// and counted.
+func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
+	ctx := testContext(t)
+	server := newEventServer(t)
+	close(server.release)
+	recorder := New(ctx, server, scheme.Scheme, samplev1alpha1.ControllerName)
+	recorder.Event(testfixtures.NewFoo("a", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "one")
+	recorder.Event(testfixtures.NewFoo("b", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "two")
+	recorder.Shutdown(ctx, 10*time.Second)
+	written := server.written()
+	if len(written) != 2 || written[0].Message != "one" || written[1].Message != "two" {
+		t.Errorf("written: %d events, want one and two in order", len(written))
+	}
+
+	before := droppedEvents(t, corev1.EventTypeNormal)
+	recorder.Event(testfixtures.NewFoo("c", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "late")
+	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
+		t.Errorf("%v events recorded after shutdown counted as dropped, want 1", got)
+	}
+}
+
+// testContext logs to t, without client-go's line per event (V(4)).
+func testContext(t *testing.T) context.Context {
+	return klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))))
+}

@@ -1,0 +1,49 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package options
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/serving"
+)
+
+// The defaults a user gets, and the command line parsed into options.
+func TestFlags(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o := AddFlags(fs)
+	if o.Workers != 8 || o.ResyncPeriod != 10*time.Hour || o.KubeAPIQPS != 0 || o.KubeAPIBurst != 0 ||
+		o.Metrics != (serving.MetricsOptions{BindAddress: ":8443", Secure: true}) || o.ProbeAddr != ":8081" || o.Namespace != "" {
+		t.Errorf("defaults: %+v", o)
+	}
+	le := o.LeaderElection
+	if le != (leader.Config{Enabled: true, Namespace: "default", Name: "sample-controller",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
+		t.Errorf("leader election defaults: %+v", le)
+	}
+	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
+		"-kube-api-burst=60", "-leader-elect=false", "-profiling", "-v=4", "-logging-format=json"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Namespace != "team-a" || o.Workers != 3 || o.ResyncPeriod != time.Minute || o.KubeAPIQPS != 50 ||
+		o.KubeAPIBurst != 60 || o.LeaderElection.Enabled || !o.Metrics.Profiling || o.Logging.Format != "json" || o.Logging.Verbosity != 4 {
+		t.Errorf("parsed: %+v, logging %+v", o, o.Logging)
+	}
+}

@@ -1,0 +1,84 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package prunedstatus remembers, per Foo, the last status the API server
+// pruned: the fields an outdated CRD's schema lacks are dropped from every
+// status write, silently.
+//
+// Why: upstream writes the status again whenever the cache's copy differs
+// from what it computed, and a pruned status always differs, so a
+// controller running against an outdated CRD would write every Foo's status
+// on every sync, forever, and report nothing. Remembered, the same status is
+// not written again, and the problem is reported once per Foo (a Warning
+// event StatusPruned naming the fix) until the Foo asks for a different one.
+package prunedstatus
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
+)
+
+// Memory remembers, per Foo, the last status the API server
+// pruned. Its zero value is ready to use.
+type Memory struct {
+	mu    sync.Mutex
+	byUID map[types.UID]samplev1alpha1.FooStatus
+}
+
+// SameAsPruned reports whether status is the one last pruned for the Foo,
+// transition times aside: a condition the server dropped comes back with a
+// new lastTransitionTime on every sync.
+func (m *Memory) SameAsPruned(uid types.UID, status samplev1alpha1.FooStatus) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, ok := m.byUID[uid]
+	return ok && contract.EqualIgnoringTransitionTimes(prev, status)
+}
+
+// Remember records the status pruned for the Foo; it returns true when the
+// Foo had none recorded, that is, when this is news to report.
+func (m *Memory) Remember(uid types.UID, status samplev1alpha1.FooStatus) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byUID == nil {
+		m.byUID = map[types.UID]samplev1alpha1.FooStatus{}
+	}
+	_, known := m.byUID[uid]
+	m.byUID[uid] = status
+	return !known
+}
+
+// Forget drops what is recorded for the Foo: its status was stored whole, or
+// the Foo is gone.
+func (m *Memory) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byUID, uid)
+}
+
+// Message is the Warning event that tells a user the API server pruned the
+// given status fields, and how to fix it.
+func Message(pruned []string) string {
+	return fmt.Sprintf("The API server dropped %s from the status written: the installed CRD %s is outdated; "+
+		"update it with: %s", strings.Join(pruned, ", "), samplev1alpha1.FooCRDName, apicheck.InstallHint)
+}

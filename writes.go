@@ -1,0 +1,203 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/klog/v2"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
+	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
+)
+
+// reconcileDeployment makes the Foo's Deployment what the Foo asks for. Each
+// write is made only when the cache shows a change, with a Normal event; a
+// write refused for a reason the user must address is a contract.Problem.
+func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
+	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
+		return nil, contract.InvalidSpecProblem(errs)
+	}
+	deployment, err := c.ensureDeployment(ctx, foo)
+	if err != nil {
+		return nil, err
+	}
+	// Only now: a rename never leaves the Foo without pods.
+	if err := c.deleteStaleDeployments(ctx, foo); err != nil {
+		return nil, err
+	}
+	return deployment, nil
+}
+
+// ensureDeployment makes the Foo's Deployment exist with the fields the
+// controller owns as contract.DesiredDeployment says. A Deployment of that
+// name the Foo does not control is never modified: that is a problem.
+func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
+	desired := contract.DesiredDeployment(foo)
+	deployment, err := contract.GetCachedDeployment(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
+	if apierrors.IsNotFound(err) {
+		var created *contract.CachedDeployment
+		if created, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
+			return created, err
+		}
+		// Taken by a Deployment without our label, uncached: the API
+		// server's copy says whose it is (judged as the cache keeps it).
+		var served *appsv1.Deployment
+		if served, err = c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{}); err == nil {
+			deployment = contract.NewCachedDeployment(served)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(deployment, foo) {
+		return nil, contract.NameTakenProblem(deployment)
+	}
+	return c.repairDeployment(ctx, foo, desired, deployment)
+}
+
+// createDeployment creates the desired Deployment: a plain create, as an
+// apply would take over a Deployment of that name the cache does not see.
+func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration) (*contract.CachedDeployment, error) {
+	deployment, err := contract.DeploymentObject(desired)
+	if err != nil {
+		return nil, err
+	}
+	created, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Create(ctx, deployment,
+		metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
+	if err != nil {
+		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedCreate, "create", deployment.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %s", created.Name)
+	return contract.NewCachedDeployment(created), nil
+}
+
+// repairDeployment applies the desired state where a field it owns drifted.
+func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment) (*contract.CachedDeployment, error) {
+	drift := contract.Drift(desired, deployment)
+	if len(drift) == 0 {
+		return deployment, nil
+	}
+	// Force: fields the controller owns are its own. The resourceVersion
+	// makes it conditional: a Deployment changed since the cache saw it is
+	// answered 409 and the Foo synced again, not a newer write undone.
+	desired.WithResourceVersion(deployment.ResourceVersion)
+	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
+		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+	if err != nil {
+		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedUpdate, "update", deployment.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
+	return contract.NewCachedDeployment(applied), nil
+}
+
+// deleteStaleDeployments deletes the Deployments the Foo controls under a
+// name it no longer asks for, as after a change of spec.deploymentName.
+func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1alpha1.Foo) error {
+	owned, err := c.deploymentsIndexer.ByIndex(contract.DeploymentByControllingFoo, string(foo.UID))
+	if err != nil {
+		return err
+	}
+	for _, obj := range owned {
+		deployment := obj.(*contract.CachedDeployment)
+		if deployment.Name == foo.Spec.DeploymentName {
+			continue
+		}
+		// The UID precondition: the very Deployment we saw, not a namesake.
+		err := c.kubeclientset.AppsV1().Deployments(deployment.Namespace).Delete(ctx, deployment.Name,
+			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(deployment.UID))})
+		if apierrors.IsNotFound(err) {
+			continue // deleted already; the cache had not caught up
+		}
+		if err != nil {
+			return contract.ProblemIfRefused(samplev1alpha1.ReasonFailedDelete, "delete", deployment.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
+			"Deleted Deployment %s: spec.deploymentName is now %s", deployment.Name, foo.Spec.DeploymentName)
+	}
+	return nil
+}
+
+// reportProblem records a problem the user has to resolve: Ready=False with
+// its reason and message in status, and a Warning event the first time this
+// problem is seen, after a successful status write only (a write refused 409
+// is retried on fresh data, which already shows the problem reported).
+func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
+	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
+	isNew := prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != problem.Reason || prev.Message != problem.Message
+	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, contract.NotReady(problem.Reason, problem.Message)))
+	if err != nil {
+		return err
+	}
+	if written && isNew {
+		klog.FromContext(ctx).Info("Foo cannot be reconciled", "reason", problem.Reason, "message", problem.Message)
+		c.recorder.Event(foo, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	return nil
+}
+
+// updateFooStatus writes status to the Foo's status subresource unless the
+// Foo has it already, and says whether it wrote. The write is conditional on
+// the Foo's resourceVersion (contract.StatusPatch): a stale status is refused
+// 409, never written over a newer one.
+func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo, status samplev1alpha1.FooStatus) (bool, error) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.SameAsPruned(foo.UID, status) {
+		return false, nil
+	}
+	if c.statusWrites.CacheIsBehind(foo) {
+		// Computed from the Foo our last status write replaced: the write
+		// would be answered 409. That write's watch event queues the Foo.
+		return false, expectations.ErrCacheBehindOwnWrite
+	}
+	patch, err := contract.StatusPatch(foo.ResourceVersion, status)
+	if err != nil {
+		return false, err
+	}
+	updated, err := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
+		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, "status")
+	if apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
+		c.deleted.Add(foo.UID)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c.statusWrites.Wrote(foo, updated)
+	if pruned := contract.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
+		c.prunedStatus.Forget(foo.UID)
+	} else if c.prunedStatus.Remember(foo.UID, status) {
+		// Pruned by an outdated CRD: said once per Foo, not rewritten.
+		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server", "fields", pruned, "crd", samplev1alpha1.FooCRDName)
+		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned, prunedstatus.Message(pruned))
+	}
+	return true, nil
+}
