@@ -75,15 +75,22 @@ const (
 	BacklogMaxWait = time.Second
 )
 
-// New returns an empty queue.
-//
-// Retries back off per Foo from 5 ms to 1000 s; all retries together are
-// held to 50 per second (bursts of 300) so a failing API cannot turn the
-// queue into a storm. Fresh events are not rate limited.
+// Retries: each Foo backs off from RetryBaseDelay, doubling per failure up
+// to RetryMaxDelay (client-go's defaults); all retries together are held to
+// RetryQPS per second, in bursts of up to RetryBurst, so that a failing API
+// cannot turn the queue into a storm. Fresh events are not rate limited.
+const (
+	RetryBaseDelay = 5 * time.Millisecond
+	RetryMaxDelay  = 1000 * time.Second
+	RetryQPS       = 50
+	RetryBurst     = 300
+)
+
+// New returns an empty queue, retries limited as the Retry constants say.
 func New() *Queue {
 	rateLimiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 1000*time.Second),
-		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(50), 300)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](RetryBaseDelay, RetryMaxDelay),
+		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(RetryQPS), RetryBurst)},
 	)
 	return &Queue{
 		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,

@@ -42,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -53,8 +54,9 @@ const (
 	// nothing: longer than the leader's renew deadline (10 s) plus a retry
 	// period (2 s).
 	apiServerPause = 30 * time.Second
-	// controllerWorkers is the controller's default -workers.
-	controllerWorkers = 8
+	// throttledWorkers is the -workers of the throttled scenario's
+	// controller: the bound on its 429s counts them.
+	throttledWorkers = 8
 )
 
 // lostLeadershipRE matches the line a leader logs when it could not renew
@@ -295,7 +297,7 @@ func testThrottled(t *testing.T, n int) {
 
 	ns := newNamespace(t, "fault-throttled")
 	r := &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName} // the Lease its Role allows
-	r.startLeader(t, "controller", "-kubeconfig="+kubeconfig)
+	r.startLeader(t, "controller", "-kubeconfig="+kubeconfig, fmt.Sprintf("-workers=%d", throttledWorkers))
 	start := time.Now()
 	r.createFoos(t, 0, n)
 	converged := r.waitConverged(t, start)
@@ -320,7 +322,7 @@ func testThrottled(t *testing.T, n int) {
 	// of client-go's 10 retries: at most about elapsed·1.1 rejections
 	// each. The goroutines are the workers, the two informers, the event
 	// sink and the leader election client.
-	requesters := float64(controllerWorkers + 4)
+	requesters := float64(throttledWorkers + 4)
 	if bound := requesters * (1.1*elapsed.Seconds() + 1); tooMany > bound {
 		t.Errorf("the controller got %.0f 429s in %v, more than %.0f: it does not back off", tooMany, elapsed.Round(time.Second), bound)
 	}
@@ -509,13 +511,14 @@ func testNamespaceDeleted(t *testing.T, n int) {
 	// Three syncs of a Foo come from events, not from the retry limiter: its
 	// first, the one its Deployment's deletion by the namespace controller
 	// queues, and the echo of the status write that reports the failure.
-	// Each retry waits its own backoff, from 5 ms doubling, so a Foo fails at
-	// most 3+1+log2(window/5ms) times in the window; and all retries together
-	// are held to 50 per second with a burst of 300. Both bounds hold; a hot
-	// loop would exceed them many times over.
+	// Each retry waits its own backoff, from RetryBaseDelay doubling, so a
+	// Foo fails at most 3+1+log2(window/RetryBaseDelay) times in the window;
+	// and all retries together are held to RetryQPS with a burst of
+	// RetryBurst. Both bounds hold; a hot loop would exceed them many times
+	// over.
 	const fromEvents = 3
-	perFoo := float64(c.created) * (fromEvents + 1 + math.Log2(window.Seconds()/0.005))
-	overall := float64(fromEvents*c.created) + 300 + 50*window.Seconds()
+	perFoo := float64(c.created) * (fromEvents + 1 + math.Log2(window.Seconds()/freshfirst.RetryBaseDelay.Seconds()))
+	overall := float64(fromEvents*c.created) + freshfirst.RetryBurst + freshfirst.RetryQPS*window.Seconds()
 	if bound := math.Min(perFoo, overall); failedSyncs > bound {
 		t.Errorf("%.0f failed syncs in %v for %d Foos, more than %.0f: retries do not back off", failedSyncs, window.Round(time.Second), c.created, bound)
 	}

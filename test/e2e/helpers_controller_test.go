@@ -105,7 +105,7 @@ func waitControllerReady(t *testing.T, c *framework.Controller) {
 func scrape(t *testing.T, c *framework.Controller) []framework.Sample {
 	t.Helper()
 	var samples []framework.Sample
-	eventually(t, 10*time.Second, "the controller's metrics", func(ctx context.Context) (bool, error) {
+	eventually(t, time.Minute, "the controller's metrics", func(ctx context.Context) (bool, error) {
 		var err error
 		samples, err = framework.ScrapeURL(ctx, c.MetricsURL())
 		return err == nil, err

@@ -35,5 +35,5 @@ func TestWithoutCRDControllerExitsNonZeroSayingWhatToDo(t *testing.T) {
 	deleteCRD(t)
 
 	c := startController(t, "controller", controllerArgs(ns)...)
-	expectExitSaying(t, c, 10*time.Second, samplev1alpha1.FooCRDName, "kubectl apply -f "+crdManifest)
+	expectExitSaying(t, c, time.Minute, samplev1alpha1.FooCRDName, "kubectl apply -f "+crdManifest)
 }

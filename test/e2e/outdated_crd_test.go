@@ -84,7 +84,7 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			})
 
 			c := startController(t, "controller", controllerArgs(ns)...)
-			expectExitSaying(t, c, 30*time.Second, samplev1alpha1.FooCRDName+" is outdated: "+tc.missing+"; update it with: kubectl apply -f "+crdManifest)
+			expectExitSaying(t, c, time.Minute, samplev1alpha1.FooCRDName+" is outdated: "+tc.missing+"; update it with: kubectl apply -f "+crdManifest)
 		})
 	}
 }

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -72,16 +73,24 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 	}
 	waitEvent(t, second, samplev1alpha1.ReasonResourceExists)
 
-	// The refused Foo is retried with exponential backoff (5 ms
-	// doubling). After its 12th failed sync the next retry is 10 s
-	// away: a takeover quicker than that comes from the Deployment's
-	// deletion, not from a retry.
-	eventually(t, convergeTimeout, "the second Foo's 12th failed sync", func(ctx context.Context) (bool, error) {
+	// The refused Foo is retried with exponential backoff (from
+	// RetryBaseDelay, doubling). Once it has failed often enough that its
+	// next retry is more than takeoverBound away, a takeover within
+	// takeoverBound comes from the Deployment's deletion, not from a
+	// retry; the bound leaves the garbage collector, which deletes the
+	// Deployment, plenty of time on a loaded machine.
+	const takeoverBound = 30 * time.Second
+	failures := 1
+	for freshfirst.RetryBaseDelay<<(failures-1) <= takeoverBound {
+		failures++
+	}
+	waitFailed := 2 * freshfirst.RetryBaseDelay << failures // the backoff of every failure so far, and as much again
+	eventually(t, waitFailed, fmt.Sprintf("the second Foo's %dth failed sync", failures), func(ctx context.Context) (bool, error) {
 		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
 		if err != nil {
 			return false, err
 		}
-		return reconciles(samples, "error")-errorsBefore >= 12, nil
+		return reconciles(samples, "error")-errorsBefore >= float64(failures), nil
 	})
 	d, err := getDeployment(context.Background(), ns, "shared")
 	if err != nil {
@@ -94,7 +103,7 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 
 	deleteFoo(t, ns, first.Name)
 	freed := time.Now()
-	eventually(t, 8*time.Second, "the second Foo to get the Deployment once the first is deleted", func(ctx context.Context) (bool, error) {
+	eventually(t, takeoverBound, "the second Foo to get the Deployment once the first is deleted", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns, "shared")
 		if err != nil {
 			return false, err

@@ -100,7 +100,7 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	if err := c.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	code, err := c.Wait(10 * time.Second)
+	code, err := c.Wait(time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

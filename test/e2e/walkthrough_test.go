@@ -313,7 +313,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		code, err := controller.Wait(10 * time.Second)
+		code, err := controller.Wait(time.Minute)
 		if err != nil {
 			t.Fatalf("after SIGTERM: %v", err)
 		}
