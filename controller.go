@@ -120,15 +120,12 @@ func NewController(
 
 	klog.FromContext(ctx).Info("Setting up event handlers")
 	if _, err := fooInformer.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    controller.onFooAdd,
-		UpdateFunc: controller.onFooUpdate,
-		DeleteFunc: controller.onFooDelete,
+		AddFunc: controller.onFooAdd, UpdateFunc: controller.onFooUpdate, DeleteFunc: controller.onFooDelete,
 	}); err != nil {
 		return nil, err
 	}
 	if _, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    controller.onDeploymentAdd,
-		UpdateFunc: controller.onDeploymentUpdate,
+		AddFunc: controller.onDeploymentAdd, UpdateFunc: controller.onDeploymentUpdate,
 		DeleteFunc: controller.onDeploymentDelete,
 	}); err != nil {
 		return nil, err
@@ -171,9 +168,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.workqueue.FeedBacklog(ctx) })
 	for range workers {
-		wg.Go(func() {
-			wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second)
-		})
+		wg.Go(func() { wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second) })
 	}
 	logger.Info("Started workers")
 
@@ -192,7 +187,10 @@ func (c *Controller) HasSynced() bool {
 
 // runWorker processes work items until the queue shuts down or ctx ends.
 func (c *Controller) runWorker(ctx, workCtx context.Context) {
-	for ctx.Err() == nil && c.processNextWorkItem(workCtx) {
+	for ctx.Err() == nil {
+		if !c.processNextWorkItem(workCtx) {
+			return
+		}
 	}
 }
 
@@ -277,16 +275,14 @@ func (c *Controller) enqueueFoo(obj interface{}, fresh bool) {
 	}
 }
 
-// Every change to a Foo or its Deployment queues the Foo; the initial lists
-// and resyncs go to the backlog.
-
+// A change queues its Foo; the initial lists and resyncs go to the backlog.
 func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj, !initial) }
 
 // onFooUpdate queues fresh a new generation, and the echo of a status write
 // a sync gave up waiting for (pkg/expectations); resyncs and echoes, not.
-func (c *Controller) onFooUpdate(old, new interface{}) {
-	newFoo := new.(*samplev1alpha1.Foo)
-	c.enqueueFoo(new, c.statusWrites.CacheCaughtUp(newFoo) || old.(*samplev1alpha1.Foo).Generation != newFoo.Generation)
+func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
+	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
+	c.enqueueFoo(newFoo, c.statusWrites.CacheCaughtUp(newFoo) || oldFoo.Generation != newFoo.Generation)
 }
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
@@ -300,10 +296,10 @@ func (c *Controller) onFooDelete(obj interface{}) {
 
 func (c *Controller) onDeploymentAdd(obj interface{}, initial bool) { c.handleObject(obj, !initial) }
 
-func (c *Controller) onDeploymentUpdate(old, new interface{}) {
+func (c *Controller) onDeploymentUpdate(oldObj, newObj interface{}) {
 	// A resync delivers the same object; the Foo's own resync covers it.
-	if old.(*contract.CachedDeployment).ResourceVersion != new.(*contract.CachedDeployment).ResourceVersion {
-		c.handleObject(new, true)
+	if oldObj.(*contract.CachedDeployment).ResourceVersion != newObj.(*contract.CachedDeployment).ResourceVersion {
+		c.handleObject(newObj, true)
 	}
 }
 
@@ -320,9 +316,8 @@ func (c *Controller) onDeploymentDelete(obj interface{}) {
 	}
 }
 
-// handleObject queues the Foo that controls the given Deployment, if any, so
-// that drift is repaired and status follows the rollout. obj may be a
-// tombstone: the informer missed a delete while disconnected.
+// handleObject queues the Foo controlling the Deployment obj, if any, so
+// drift is repaired and status follows the rollout. obj may be a tombstone.
 func (c *Controller) handleObject(obj interface{}, fresh bool) {
 	object, ok := objectFromTombstone(obj)
 	if !ok {

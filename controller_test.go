@@ -76,7 +76,8 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) newController(ctx context.Context) {
 	f.t.Helper()
-	var objects, kubeobjects []runtime.Object
+	objects := make([]runtime.Object, 0, len(f.foos))
+	kubeobjects := make([]runtime.Object, 0, len(f.deployments)+len(f.uncachedDeployments))
 	for _, foo := range f.foos {
 		objects = append(objects, foo)
 	}
@@ -167,7 +168,7 @@ func (f *fixture) sync(foo *samplev1alpha1.Foo) error {
 // writes returns the API calls other than reads (list, watch, get are the
 // informers' and the AlreadyExists path's business, checked separately).
 func writes(actions []core.Action) []core.Action {
-	var ret []core.Action
+	ret := make([]core.Action, 0, len(actions))
 	for _, a := range actions {
 		switch a.GetVerb() {
 		case "list", "watch", "get":
@@ -187,9 +188,7 @@ func describe(a core.Action) string {
 	}
 	name := ""
 	switch a := a.(type) {
-	case core.CreateAction:
-		name = a.GetObject().(metav1.Object).GetName()
-	case core.UpdateAction:
+	case core.CreateAction: // or a core.UpdateAction: the two have the same methods
 		name = a.GetObject().(metav1.Object).GetName()
 	case core.PatchAction:
 		name = a.GetName() + " " + string(a.GetPatchType())
@@ -203,7 +202,7 @@ func describe(a core.Action) string {
 
 func (f *fixture) expectActions(kind string, got []core.Action, want ...string) {
 	f.t.Helper()
-	var gotDesc []string
+	gotDesc := make([]string, 0, len(got))
 	for _, a := range got {
 		gotDesc = append(gotDesc, describe(a))
 	}

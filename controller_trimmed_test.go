@@ -49,7 +49,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 		wantWrites []string
 	}{
 		"missing Deployment": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(_ *testing.T, f *fixture) *samplev1alpha1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				f.foos = append(f.foos, foo)
 				return foo
@@ -166,7 +166,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"create deployments renamed", "delete deployments test-deployment", "patch foos/status test application/json-patch+json"},
 		},
 		"invalid spec": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(_ *testing.T, f *fixture) *samplev1alpha1.Foo {
 				foo := testfixtures.NewFoo("test", 11)
 				f.foos = append(f.foos, foo)
 				return foo
@@ -249,9 +249,7 @@ func actionBody(t *testing.T, a core.Action) string {
 	t.Helper()
 	var body interface{}
 	switch a := a.(type) {
-	case core.CreateAction:
-		body = a.GetObject()
-	case core.UpdateAction:
+	case core.CreateAction: // or a core.UpdateAction: the two have the same methods
 		body = a.GetObject()
 	case core.PatchAction:
 		return transitionTime.ReplaceAllString(string(a.GetPatch()), `"lastTransitionTime":"(sync time)"`)
@@ -281,7 +279,7 @@ func servedDeployment(d *appsv1.Deployment) {
 	}
 	d.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "audit", UID: "uid-audit"}}, d.OwnerReferences...)
 	d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationApply,
-		APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}}
+		APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)}}
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
@@ -305,5 +303,5 @@ func servedFoo(foo *samplev1alpha1.Foo) {
 	foo.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Foo"}`}
 	foo.Finalizers = []string{"example.com/audit"}
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
-		APIVersion: "samplecontroller.k8s.io/v1alpha1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+		APIVersion: "samplecontroller.k8s.io/v1alpha1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 }

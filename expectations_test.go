@@ -56,7 +56,9 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
 	available.ResourceVersion = "5"
-	f.controller.deploymentsIndexer.Update(contract.NewCachedDeployment(available))
+	if err := f.controller.deploymentsIndexer.Update(contract.NewCachedDeployment(available)); err != nil {
+		t.Fatal(err)
+	}
 	f.client.ClearActions()
 	if err := f.controller.syncHandler(ctx, key); !errors.Is(err, expectations.ErrCacheBehindOwnWrite) || apierrors.IsConflict(err) {
 		t.Fatalf("sync on a cache behind our write: error %v, want expectations.ErrCacheBehindOwnWrite (and no made-up conflict)", err)
@@ -79,7 +81,9 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	// sync writes the new status.
 	caughtUp := foo.DeepCopy()
 	caughtUp.ResourceVersion = "2"
-	f.controller.foosIndexer.Update(caughtUp)
+	if err := f.controller.foosIndexer.Update(caughtUp); err != nil {
+		t.Fatal(err)
+	}
 	f.controller.onFooUpdate(foo, caughtUp)
 	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 1 || backlog != 0 {
 		t.Fatalf("queued by the echo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)

@@ -53,8 +53,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
-	// exits at once.
+	// SIGINT or SIGTERM shuts down gracefully; a second one exits at once.
 	ctx := signals.SetupSignalHandler()
 	if err := run(ctx, o); err != nil {
 		klog.Background().Error(err, "Exiting")
@@ -69,12 +68,10 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return fmt.Errorf("loading client configuration: %w", err)
 	}
-	identity, err := leader.NewIdentity()
-	if err != nil {
+	if o.LeaderElection.Identity, err = leader.NewIdentity(); err != nil {
 		return err
 	}
-	o.LeaderElection.Identity = identity
-	cfg, kubeCfg := clientconfig.ForController(cfg, o.KubeAPIQPS, o.KubeAPIBurst, identity)
+	cfg, kubeCfg := clientconfig.ForController(cfg, o.KubeAPIQPS, o.KubeAPIBurst, o.LeaderElection.Identity)
 
 	// The controller's own clients write only while this replica's Lease is
 	// fresh (pkg/leader's Fence); the Lease and metrics clients go unfenced.
@@ -102,7 +99,8 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod, informers.WithNamespace(o.Namespace))
+	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
+		informers.WithNamespace(o.Namespace))
 
 	controller, err := NewController(ctx, kubeClient, sampleClient, deploymentInformer,
 		sampleInformerFactory.Samplecontroller().V1alpha1().Foos())

@@ -94,7 +94,9 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 			// write, no second event.
 			foo = foo.DeepCopy()
 			foo.Status = f.writtenStatus()
-			f.controller.foosIndexer.Update(foo)
+			if err := f.controller.foosIndexer.Update(foo); err != nil {
+				t.Fatal(err)
+			}
 			if err := f.sync(foo); err == nil {
 				t.Fatal("retry succeeded, want the error again")
 			}
@@ -131,7 +133,9 @@ func TestTransientWriteErrorIsOnlyRetried(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
 	f.foos = append(f.foos, foo)
-	f.sync(foo)
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
 	f.discardEvents()
 	f.refuse("create", apierrors.NewTooManyRequests("slow down", 1))
 
@@ -169,7 +173,9 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 	pruned := foo.DeepCopy()
 	pruned.ResourceVersion = "2"
 	pruned.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
-	f.controller.foosIndexer.Update(pruned)
+	if err := f.controller.foosIndexer.Update(pruned); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := f.sync(pruned); err != nil {
 			t.Fatal(err)

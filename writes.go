@@ -39,7 +39,8 @@ import (
 // reconcileDeployment makes the Foo's Deployment what the Foo asks for. Each
 // write is made only when the cache shows a change, with a Normal event; a
 // write refused for a reason the user must address is a contract.Problem.
-func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
+func (c *Controller) reconcileDeployment(ctx context.Context,
+	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
 		return nil, contract.InvalidSpecProblem(errs)
 	}
@@ -57,18 +58,18 @@ func (c *Controller) reconcileDeployment(ctx context.Context, foo *samplev1alpha
 // ensureDeployment makes the Foo's Deployment exist with the fields the
 // controller owns as contract.DesiredDeployment says. A Deployment of that
 // name the Foo does not control is never modified: that is a problem.
-func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
+func (c *Controller) ensureDeployment(ctx context.Context,
+	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	desired := contract.DesiredDeployment(foo)
 	deployment, err := contract.GetCachedDeployment(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
 	if apierrors.IsNotFound(err) {
-		var created *contract.CachedDeployment
-		if created, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
-			return created, err
+		if deployment, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
+			return deployment, err
 		}
-		// Taken by a Deployment without our label, uncached: the API
-		// server's copy says whose it is (judged as the cache keeps it).
+		// Taken, uncached (no label of ours): judge the API server's copy.
 		var served *appsv1.Deployment
-		if served, err = c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{}); err == nil {
+		deployments := c.kubeclientset.AppsV1().Deployments(foo.Namespace)
+		if served, err = deployments.Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{}); err == nil {
 			deployment = contract.NewCachedDeployment(served)
 		}
 	}
@@ -83,7 +84,8 @@ func (c *Controller) ensureDeployment(ctx context.Context, foo *samplev1alpha1.F
 
 // createDeployment creates the desired Deployment: a plain create, as an
 // apply would take over a Deployment of that name the cache does not see.
-func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration) (*contract.CachedDeployment, error) {
+func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
+	desired *appsv1ac.DeploymentApplyConfiguration) (*contract.CachedDeployment, error) {
 	deployment, err := contract.DeploymentObject(desired)
 	if err != nil {
 		return nil, err
@@ -99,7 +101,9 @@ func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.F
 }
 
 // repairDeployment applies the desired state where a field it owns drifted.
-func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo, desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment) (*contract.CachedDeployment, error) {
+func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
+	desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment,
+) (*contract.CachedDeployment, error) {
 	drift := contract.Drift(desired, deployment)
 	if len(drift) == 0 {
 		return deployment, nil
@@ -114,7 +118,8 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedUpdate, "update", deployment.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
+		"Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
 	return contract.NewCachedDeployment(applied), nil
 }
 
@@ -151,9 +156,10 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 // problem is seen, after a successful status write only (a write refused 409
 // is retried on fresh data, which already shows the problem reported).
 func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
+	ready := contract.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
-	isNew := prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != problem.Reason || prev.Message != problem.Message
-	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, contract.NotReady(problem.Reason, problem.Message)))
+	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
+	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, ready))
 	if err != nil {
 		return err
 	}
@@ -164,11 +170,11 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 	return nil
 }
 
-// updateFooStatus writes status to the Foo's status subresource unless the
-// Foo has it already, and says whether it wrote. The write is conditional on
-// the Foo's resourceVersion (contract.StatusPatch): a stale status is refused
-// 409, never written over a newer one.
-func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo, status samplev1alpha1.FooStatus) (bool, error) {
+// updateFooStatus writes status unless the Foo has it, and says whether it
+// wrote. Conditional on the Foo's resourceVersion (contract.StatusPatch), a
+// stale status is refused 409, not written over a newer one.
+func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
+	status samplev1alpha1.FooStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.SameAsPruned(foo.UID, status) {
 		return false, nil
 	}
@@ -196,7 +202,8 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		c.prunedStatus.Forget(foo.UID)
 	} else if c.prunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.
-		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server", "fields", pruned, "crd", samplev1alpha1.FooCRDName)
+		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server",
+			"fields", pruned, "crd", samplev1alpha1.FooCRDName)
 		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned, prunedstatus.Message(pruned))
 	}
 	return true, nil

@@ -64,7 +64,10 @@ func podLabels(t testing.TB, foo *samplev1alpha1.Foo) map[string]string {
 	if len(foo.Name) > 63 {
 		t.Fatalf("Foo name %q: the fixtures take names of at most 63 characters", foo.Name)
 	}
-	return map[string]string{samplev1alpha1.LabelApp: strings.Clone("nginx"), samplev1alpha1.LabelController: strings.Clone(foo.Name)}
+	return map[string]string{
+		samplev1alpha1.LabelApp:        strings.Clone("nginx"),
+		samplev1alpha1.LabelController: strings.Clone(foo.Name),
+	}
 }
 
 // OwnedDeployment is the Deployment the controller would create for foo
@@ -99,7 +102,9 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:latest"}}},
 			},
 		},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 1, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		},
 	}
 }
 
@@ -113,21 +118,24 @@ var SyncedAt = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 func WithSyncedStatus(t testing.TB, foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
 	t.Helper()
 	want, st := *foo.Spec.Replicas, deployment.Status
-	if st.ObservedGeneration < deployment.Generation || st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want {
+	if st.ObservedGeneration < deployment.Generation ||
+		st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want {
 		t.Fatalf("WithSyncedStatus: Deployment %s is not rolled out: %+v", deployment.Name, st)
 	}
 	foo.Status = samplev1alpha1.FooStatus{
 		ObservedGeneration: foo.Generation,
 		Replicas:           st.Replicas,
 		AvailableReplicas:  st.AvailableReplicas,
-		Selector:           fmt.Sprintf("%s=nginx,%s=%s", samplev1alpha1.LabelApp, samplev1alpha1.LabelController, podLabels(t, foo)[samplev1alpha1.LabelController]),
+		Selector: fmt.Sprintf("%s=nginx,%s=%s", samplev1alpha1.LabelApp,
+			samplev1alpha1.LabelController, podLabels(t, foo)[samplev1alpha1.LabelController]),
 		Conditions: []metav1.Condition{{
 			Type:               samplev1alpha1.ConditionReady,
 			Status:             metav1.ConditionTrue,
 			ObservedGeneration: foo.Generation,
 			LastTransitionTime: SyncedAt,
 			Reason:             samplev1alpha1.ReasonAvailable,
-			Message:            fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want),
+			Message: fmt.Sprintf("Deployment %s: %d of %d replicas available",
+				deployment.Name, st.AvailableReplicas, want),
 		}},
 	}
 	return foo

@@ -193,7 +193,8 @@ func NewCachedDeployment(d *appsv1.Deployment) *CachedDeployment {
 	if d.Spec.Selector != nil {
 		// A managed Deployment's selector is its pod template's labels: one
 		// slice serves both.
-		cached.Selector = labelsAmong(d.Spec.Selector.MatchLabels, slices.Collect(maps.Keys(d.Spec.Selector.MatchLabels)), share)
+		selector := d.Spec.Selector.MatchLabels
+		cached.Selector = labelsAmong(selector, slices.Collect(maps.Keys(selector)), share)
 		if slices.Equal(cached.Selector, cached.TemplateLabels) {
 			cached.Selector = cached.TemplateLabels
 		}
@@ -261,7 +262,8 @@ var wellKnownStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{
 		samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy,
-		samplev1alpha1.ControllerName, ContainerName, ContainerImage, PodLabels(&samplev1alpha1.Foo{})[samplev1alpha1.LabelApp],
+		samplev1alpha1.ControllerName, ContainerName, ContainerImage,
+		PodLabels(&samplev1alpha1.Foo{})[samplev1alpha1.LabelApp],
 		samplev1alpha1.SchemeGroupVersion.String(), "Foo",
 	} {
 		m[s] = s

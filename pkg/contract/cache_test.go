@@ -63,9 +63,9 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 		d.OwnerReferences...)
 	d.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
-			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
+			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
 	}
 	d.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -99,22 +99,23 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 	return d
 }
 
-// completeFoo is a Foo as the API server serves it after kubectl apply and a
-// sync: with annotations, managedFields and the status the controller wrote.
-func completeFoo(t *testing.T, name string, replicas int32) *samplev1alpha1.Foo {
+// completeFoo is the Foo "test" with 3 replicas as the API server serves it
+// after kubectl apply and a sync: with annotations, managedFields and the
+// status the controller wrote.
+func completeFoo(t *testing.T) *samplev1alpha1.Foo {
 	t.Helper()
-	foo := testfixtures.NewFoo(name, replicas)
+	foo := testfixtures.NewFoo("test", 3)
 	foo.ResourceVersion = "42"
 	foo.Generation = 3
 	foo.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
 	foo.Labels = map[string]string{"team": "payments"}
 	foo.Annotations = map[string]string{
-		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"` + name + `"}}`,
+		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"test"}}`,
 	}
 	foo.Finalizers = []string{"example.com/audit"}
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:deploymentName":{},"f:replicas":{}}}`)}},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:deploymentName":{},"f:replicas":{}}}`)},
 	}
 	testfixtures.WithSyncedStatus(t, foo, completeDeployment(t, foo))
 	foo.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC))
@@ -194,7 +195,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 // its Deployment, as the cluster serves it, follow the rollout the
 // deployment controller reports, and nothing else the Deployment holds.
 func TestCachedDeploymentGivesTheStatus(t *testing.T) {
-	foo := completeFoo(t, "test", 3)
+	foo := completeFoo(t)
 	for name, tc := range map[string]struct {
 		mutate              func(*appsv1.Deployment)
 		ready               metav1.ConditionStatus
@@ -339,7 +340,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 		"no status yet":    {func(f *samplev1alpha1.Foo) { f.Status = samplev1alpha1.FooStatus{} }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			foo := completeFoo(t, "test", 3)
+			foo := completeFoo(t)
 			d := NewCachedDeployment(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
@@ -510,7 +511,7 @@ func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
 // The cache keeps of a Foo exactly the fields the controller reads: no
 // TypeMeta, labels, annotations, managedFields, finalizers, timestamps.
 func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
-	foo := completeFoo(t, "test", 3)
+	foo := completeFoo(t)
 	want := &samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            "test",
@@ -544,7 +545,7 @@ func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 // initial sync does): a CachedDeployment passes through as it is, the very
 // same object, and a trimmed Foo trims to itself.
 func TestTrimForCacheIsIdempotent(t *testing.T) {
-	foo := completeFoo(t, "test", 3)
+	foo := completeFoo(t)
 	withoutOwner := completeDeployment(t, foo)
 	withoutOwner.OwnerReferences = nil
 	for name, d := range map[string]*appsv1.Deployment{
@@ -583,7 +584,7 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 // watch-list initial sync transforms every object twice while the first
 // results are still held, and copies would double the memory at that moment.
 func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
-	foo := completeFoo(t, "test", 3)
+	foo := completeFoo(t)
 	out, err := TrimForCache(foo)
 	if err != nil {
 		t.Fatal(err)

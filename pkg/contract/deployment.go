@@ -93,9 +93,10 @@ func DesiredDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfigu
 						WithImage(ContainerImage)))))
 }
 
-// DeploymentObject turns the desired state into an object for a plain create. An apply configuration serializes to exactly the fields it
-// sets, so the round trip through JSON yields the same Deployment an apply
-// would create.
+// DeploymentObject turns the desired state into an object for a plain
+// create. An apply configuration serializes to exactly the fields it sets,
+// so the round trip through JSON yields the same Deployment an apply would
+// create.
 func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
 	data, err := json.Marshal(desired)
 	if err != nil {

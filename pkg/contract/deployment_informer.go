@@ -44,7 +44,9 @@ import (
 //
 // It lists and watches through the typed client as the factory's informer
 // does, streaming lists included (cache.ToListWatcherWithWatchListSemantics).
-func NewDeploymentInformer(client kubernetes.Interface, namespace string, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {
+func NewDeploymentInformer(
+	client kubernetes.Interface, namespace string, resyncPeriod time.Duration,
+) (cache.SharedIndexInformer, error) {
 	selector := labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
 	deployments := client.AppsV1().Deployments(namespace)
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{

@@ -55,9 +55,10 @@ func NameTakenProblem(deployment metav1.Object) *Problem {
 		owner = fmt.Sprintf("Foo %q", ref.Name)
 	}
 	return &Problem{
-		Reason:  samplev1alpha1.ReasonResourceExists,
-		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)", deployment.GetName(), owner),
-		Retry:   true,
+		Reason: samplev1alpha1.ReasonResourceExists,
+		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)",
+			deployment.GetName(), owner),
+		Retry: true,
 	}
 }
 

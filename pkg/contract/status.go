@@ -45,7 +45,8 @@ func ReadyCondition(foo *samplev1alpha1.Foo, deployment *CachedDeployment) metav
 	case st.UpdatedReplicas < want:
 		msg = fmt.Sprintf("Deployment %s: %d of %d replicas updated", deployment.Name, st.UpdatedReplicas, want)
 	case st.Replicas > st.UpdatedReplicas:
-		msg = fmt.Sprintf("Deployment %s: %d old replicas pending termination", deployment.Name, st.Replicas-st.UpdatedReplicas)
+		msg = fmt.Sprintf("Deployment %s: %d old replicas pending termination",
+			deployment.Name, st.Replicas-st.UpdatedReplicas)
 	case st.AvailableReplicas < want:
 		msg = fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want)
 	default:
@@ -74,7 +75,9 @@ func NotReady(reason, message string) metav1.Condition {
 // scale subresource, and the Ready condition, all stamped with the Foo's
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func DesiredStatus(foo *samplev1alpha1.Foo, deployment *CachedDeployment, ready metav1.Condition) samplev1alpha1.FooStatus {
+func DesiredStatus(
+	foo *samplev1alpha1.Foo, deployment *CachedDeployment, ready metav1.Condition,
+) samplev1alpha1.FooStatus {
 	status := samplev1alpha1.FooStatus{
 		ObservedGeneration: foo.Generation,
 		Selector:           labels.SelectorFromSet(PodLabels(foo)).String(),
@@ -116,8 +119,8 @@ func PrunedStatusFields(sent, stored samplev1alpha1.FooStatus) []string {
 // FooStatus, in declaration order.
 func statusFieldValues(status samplev1alpha1.FooStatus) ([]string, []reflect.Value) {
 	v := reflect.ValueOf(status)
-	var names []string
-	var values []reflect.Value
+	names := make([]string, 0, v.NumField())
+	values := make([]reflect.Value, 0, v.NumField())
 	for i := range v.NumField() {
 		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
 		names = append(names, name)

@@ -94,7 +94,9 @@ func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.S
 	}
 }
 
-func newLane(ctx context.Context, eventType string, sink record.EventSink, scheme *runtime.Scheme, component string) *lane {
+func newLane(
+	ctx context.Context, eventType string, sink record.EventSink, scheme *runtime.Scheme, component string,
+) *lane {
 	l := &lane{eventType: eventType}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// The correlator sees each event the writer takes, once, first
@@ -110,10 +112,12 @@ func newLane(ctx context.Context, eventType string, sink record.EventSink, schem
 	return l
 }
 
+// Event is AnnotatedEventf without annotations, the message taken as is.
 func (r *Recorder) Event(object runtime.Object, eventtype, reason, message string) {
 	r.AnnotatedEventf(object, nil, eventtype, reason, "%s", message)
 }
 
+// Eventf is AnnotatedEventf without annotations.
 func (r *Recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
 	r.AnnotatedEventf(object, nil, eventtype, reason, messageFmt, args...)
 }
@@ -121,7 +125,9 @@ func (r *Recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt s
 // AnnotatedEventf records the event on the broadcaster of its type, or
 // drops and counts it when maxWaiting events of that type wait already, or
 // once Shutdown began.
-func (r *Recorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
+func (r *Recorder) AnnotatedEventf(
+	object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{},
+) {
 	l := r.normals
 	switch eventtype {
 	case corev1.EventTypeWarning:

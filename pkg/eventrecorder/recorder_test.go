@@ -87,6 +87,8 @@ type heldEvents struct {
 	server *eventServer
 }
 
+// CreateWithEventNamespace is what client-go's EventSinkImpl calls, without
+// a context, to write an event.
 func (h *heldEvents) CreateWithEventNamespace(event *corev1.Event) (*corev1.Event, error) {
 	if event.Type == corev1.EventTypeNormal {
 		select {
@@ -95,7 +97,7 @@ func (h *heldEvents) CreateWithEventNamespace(event *corev1.Event) (*corev1.Even
 		}
 		<-h.server.release
 	}
-	return h.EventInterface.CreateWithEventNamespace(event)
+	return h.CreateWithEventNamespaceWithContext(context.Background(), event)
 }
 
 // written returns the events created so far.

@@ -53,17 +53,24 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
+// subsystem prefixes the name of each of the controller's own metrics.
+const subsystem = "samplecontroller"
+
 // The controller's own metrics, served on /metrics with client-go's.
 var (
 	ReconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem:      "samplecontroller",
-		Name:           "reconcile_total",
-		Help:           "Foo syncs, by result: success; conflict (the cache was behind: a write was answered 409; the Foo is retried); deferred (no status written because the cache had not yet seen the controller's own last status write; the Foo is synced again when it does); error (the Foo is retried with backoff).",
+		Subsystem: subsystem,
+		Name:      "reconcile_total",
+		Help: "Foo syncs, by result: success; " +
+			"conflict (the cache was behind: a write was answered 409; the Foo is retried); " +
+			"deferred (no status written because the cache had not yet seen the controller's own last status write; " +
+			"the Foo is synced again when it does); " +
+			"error (the Foo is retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
 	reconcileDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Subsystem: "samplecontroller",
+		Subsystem: subsystem,
 		Name:      "reconcile_duration_seconds",
 		Help:      "How long one Foo sync takes, API calls included.",
 		// 1 ms to ~16 s: a sync that reads only the cache takes microseconds,
@@ -74,9 +81,11 @@ var (
 
 	// EventsDropped counts the events not recorded, by type (pkg/eventrecorder).
 	EventsDropped = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem:      "samplecontroller",
-		Name:           "events_dropped_total",
-		Help:           "Events not recorded, by type: events that found 1000 of their type waiting to be written, and events recorded after shutdown began. Warnings and Normal events wait apart: a burst of Normal events never drops a Warning.",
+		Subsystem: subsystem,
+		Name:      "events_dropped_total",
+		Help: "Events not recorded, by type: events that found 1000 of their type waiting to be written, " +
+			"and events recorded after shutdown began. " +
+			"Warnings and Normal events wait apart: a burst of Normal events never drops a Warning.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"type"})
 )
@@ -121,8 +130,10 @@ func SyncResult(err error) string {
 // fooReadinessDesc describes samplecontroller_foos: how many Foos there are
 // by their Ready condition's status and reason. A platform team alerts on
 // Foos not Ready for long, and sees why, without a label per Foo.
-var fooReadinessDesc = metrics.NewDesc("samplecontroller_foos",
-	"Foos by the status and reason of their Ready condition (ready=\"Unknown\", reason=\"\" before the controller reported one), counted in this replica's cache at scrape time: every replica, leader or standby, serves it.",
+var fooReadinessDesc = metrics.NewDesc(subsystem+"_foos",
+	"Foos by the status and reason of their Ready condition "+
+		"(ready=\"Unknown\", reason=\"\" before the controller reported one), "+
+		"counted in this replica's cache at scrape time: every replica, leader or standby, serves it.",
 	[]string{"ready", "reason"}, nil, metrics.ALPHA, "")
 
 // fooReadinessCollector counts the cached Foos at each scrape: no API call,
@@ -134,7 +145,7 @@ type fooReadinessCollector struct {
 
 // NewFooReadinessCollector returns the collector of samplecontroller_foos,
 // counting the Foos foos lists.
-func NewFooReadinessCollector(foos listers.FooLister) *fooReadinessCollector {
+func NewFooReadinessCollector(foos listers.FooLister) metrics.StableCollector {
 	return &fooReadinessCollector{foos: foos}
 }
 

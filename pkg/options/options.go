@@ -52,29 +52,52 @@ type Options struct {
 // -workers comes from the benchmark in docs/performance.md.
 func AddFlags(fs *flag.FlagSet) *Options {
 	o := &Options{Logging: logsapi.NewLoggingConfiguration()}
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: as kubectl finds one: $KUBECONFIG, else the in-cluster configuration of a pod, else ~/.kube/config.")
-	fs.StringVar(&o.MasterURL, "master", "", "The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
-	fs.StringVar(&o.Namespace, "namespace", metav1.NamespaceAll, "Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "",
+		"Path to a kubeconfig. Default: as kubectl finds one: "+
+			"$KUBECONFIG, else the in-cluster configuration of a pod, else ~/.kube/config.")
+	fs.StringVar(&o.MasterURL, "master", "",
+		"The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
+	fs.StringVar(&o.Namespace, "namespace", metav1.NamespaceAll,
+		"Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
 	fs.IntVar(&o.Workers, "workers", 8, "Number of Foos synced in parallel.")
-	fs.DurationVar(&o.ResyncPeriod, "resync-period", 10*time.Hour, "How often every Foo is re-checked against its Deployment even without a change; a resync writes only what drifted.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 0, "Opt-in client-side limit: queries per second the controller may send to the API server, all its requests together. 0: no client-side limit; the API server's priority and fairness paces the controller.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 0, "Burst of queries allowed above -kube-api-qps. 0: twice -kube-api-qps. No effect without -kube-api-qps.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", 10*time.Hour,
+		"How often every Foo is re-checked against its Deployment even without a change; "+
+			"a resync writes only what drifted.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 0,
+		"Opt-in client-side limit: queries per second the controller may send to the API server, "+
+			"all its requests together. "+
+			"0: no client-side limit; the API server's priority and fairness paces the controller.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 0,
+		"Burst of queries allowed above -kube-api-qps. 0: twice -kube-api-qps. No effect without -kube-api-qps.")
 
 	m := &o.Metrics
-	fs.StringVar(&m.BindAddress, "metrics-bind-address", ":8443", "Address to serve Prometheus metrics on at /metrics. 0 disables it.")
-	fs.BoolVar(&m.Secure, "metrics-secure", true, "Serve /metrics over HTTPS, only to callers the API server authenticates and authorizes (e.g. bound to the metrics-reader ClusterRole). false serves plain HTTP to anyone: for local runs only.")
-	fs.BoolVar(&m.Profiling, "profiling", false, "Also serve Go's pprof profiles under /debug/pprof/ on the metrics server, guarded like /metrics.")
-	fs.StringVar(&m.CertFile, "tls-cert-file", "", "PEM certificate of the HTTPS metrics server, reloaded when the file changes. Default: a self-signed certificate generated at start.")
+	fs.StringVar(&m.BindAddress, "metrics-bind-address", ":8443",
+		"Address to serve Prometheus metrics on at /metrics. 0 disables it.")
+	fs.BoolVar(&m.Secure, "metrics-secure", true,
+		"Serve /metrics over HTTPS, only to callers the API server authenticates and authorizes "+
+			"(e.g. bound to the metrics-reader ClusterRole). false serves plain HTTP to anyone: for local runs only.")
+	fs.BoolVar(&m.Profiling, "profiling", false,
+		"Also serve Go's pprof profiles under /debug/pprof/ on the metrics server, guarded like /metrics.")
+	fs.StringVar(&m.CertFile, "tls-cert-file", "",
+		"PEM certificate of the HTTPS metrics server, reloaded when the file changes. "+
+			"Default: a self-signed certificate generated at start.")
 	fs.StringVar(&m.KeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address to serve the /healthz and /readyz probes on. 0 disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081",
+		"Address to serve the /healthz and /readyz probes on. 0 disables it.")
 
 	le := &o.LeaderElection
-	fs.BoolVar(&le.Enabled, "leader-elect", true, "Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
-	fs.StringVar(&le.Namespace, "leader-elect-namespace", leader.DefaultNamespace(), "Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
+	fs.BoolVar(&le.Enabled, "leader-elect", true,
+		"Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
+	fs.StringVar(&le.Namespace, "leader-elect-namespace", leader.DefaultNamespace(),
+		"Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
 	fs.StringVar(&le.Name, "leader-elect-id", samplev1alpha1.ControllerName, "Name of the leader election Lease.")
-	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
-	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew its Lease before it gives up leadership and exits. Less than the lease duration.")
-	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its Lease before it gives up leadership and exits. "+
+			"Less than the lease duration.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often replicas try to acquire or renew the Lease.")
 
 	// klog's flags (-v, -vmodule, -log_file, ...). -v and -vmodule are
 	// registered by the logging configuration below, which also offers

@@ -109,7 +109,9 @@ func metricsHandler(profiling bool) http.Handler {
 // election, a leader stops renewing its Lease (watchdog); readiness waits for
 // synced, the informer caches, so a standby is ready as soon as it could
 // take over.
-func Probes(leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool) (liveness, readiness []Check) {
+func Probes(
+	leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool,
+) (liveness, readiness []Check) {
 	liveness = []Check{{Name: "ping", Check: func(*http.Request) error { return nil }}}
 	if leaderElection {
 		liveness = append(liveness, Check{Name: "leaderElection", Check: watchdog.Check})

@@ -50,7 +50,9 @@ import (
 // that was cached before that list began and is not in it is certainly
 // gone. A Foo cached only after the list began is left alone: it may be
 // newer.
-func RememberFoosDeletedWhileStandby(ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface, deleted *expectations.DeletedFoos) error {
+func RememberFoosDeletedWhileStandby(
+	ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface, deleted *expectations.DeletedFoos,
+) error {
 	before, err := cached.List(labels.Everything())
 	if err != nil {
 		return err
