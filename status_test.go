@@ -116,6 +116,30 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 	}
 }
 
+// A quota at its limit refuses the create of a Deployment that exists: ours,
+// created by the sync before, which the cache has not shown yet (admission
+// runs before the name is checked, so the answer is 403, not 409). That is
+// no problem to report: the GET shows the Deployment is the Foo's, and the
+// sync goes on with it.
+func TestQuotaRefusingTheCreateOfOurUncachedDeploymentIsNoProblem(t *testing.T) {
+	f := newFixture(t)
+	foo := testfixtures.NewFoo("test", 1)
+	d := testfixtures.OwnedDeployment(t, foo)
+	f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
+	f.uncachedDeployments = append(f.uncachedDeployments, d)
+	f.build()
+	f.refuse("create", apierrors.NewForbidden(deploymentsResource, d.Name,
+		fmt.Errorf("exceeded quota: one-deployment, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1")))
+	f.discardEvents()
+
+	if err := f.sync(foo); err != nil {
+		t.Fatalf("sync: %v, want none: the refused create's Deployment is the Foo's own", err)
+	}
+	f.expectActions("kube", f.kubeclient.Actions(), "create deployments test-deployment", "get deployments test-deployment")
+	f.expectFooWrites()
+	f.expectEvents()
+}
+
 // discardEvents empties the recorder, so a test counts events from here.
 func (f *fixture) discardEvents() {
 	for {

@@ -18,9 +18,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,9 +36,8 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
-// reconcileDeployment makes the Foo's Deployment what the Foo asks for. Each
-// write is made only when the cache shows a change, with a Normal event; a
-// write refused for a reason the user must address is a contract.Problem.
+// reconcileDeployment makes the Foo's Deployment what the Foo asks for, writing only what the cache shows
+// changed (with a Normal event); a write refused for a reason the user must address is a contract.Problem.
 func (c *Controller) reconcileDeployment(ctx context.Context,
 	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
@@ -55,21 +54,26 @@ func (c *Controller) reconcileDeployment(ctx context.Context,
 	return deployment, nil
 }
 
-// ensureDeployment makes the Foo's Deployment exist with the fields the
-// controller owns as contract.DesiredDeployment says. A Deployment of that
-// name the Foo does not control is never modified: that is a problem.
+// ensureDeployment makes the Foo's Deployment exist as contract.DesiredDeployment says. A Deployment of
+// that name the Foo does not control is never modified: that is a problem.
 func (c *Controller) ensureDeployment(ctx context.Context,
 	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
 	desired := contract.DesiredDeployment(foo)
 	deployment, err := contract.GetCachedDeployment(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
 	if apierrors.IsNotFound(err) {
-		if deployment, err = c.createDeployment(ctx, foo, desired); !apierrors.IsAlreadyExists(err) {
+		deployment, err = c.createDeployment(ctx, foo, desired)
+		var refused *contract.Problem
+		if !apierrors.IsAlreadyExists(err) && !errors.As(err, &refused) {
 			return deployment, err
 		}
-		// Taken, uncached (no label of ours): judge the API server's copy.
-		var served *appsv1.Deployment
-		deployments := c.kubeclientset.AppsV1().Deployments(foo.Namespace)
-		if served, err = deployments.Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{}); err == nil {
+		// Taken and uncached (no label of ours), or refused: a quota at its limit refuses a
+		// create of the one we made that the cache has not shown yet. Judge the API server's copy.
+		served, getErr := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName,
+			metav1.GetOptions{})
+		if refused != nil && apierrors.IsNotFound(getErr) {
+			return nil, refused
+		}
+		if err = getErr; err == nil {
 			deployment = contract.NewCachedDeployment(served)
 		}
 	}
@@ -108,9 +112,8 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 	if len(drift) == 0 {
 		return deployment, nil
 	}
-	// Force: fields the controller owns are its own. The resourceVersion
-	// makes it conditional: a Deployment changed since the cache saw it is
-	// answered 409 and the Foo synced again, not a newer write undone.
+	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: a
+	// Deployment changed since the cache saw it is answered 409 and the Foo synced again, not undone.
 	desired.WithResourceVersion(deployment.ResourceVersion)
 	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
 		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
@@ -151,10 +154,9 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 	return nil
 }
 
-// reportProblem records a problem the user has to resolve: Ready=False with
-// its reason and message in status, and a Warning event the first time this
-// problem is seen, after a successful status write only (a write refused 409
-// is retried on fresh data, which already shows the problem reported).
+// reportProblem records a problem the user has to resolve: Ready=False with its reason and message in
+// status, and a Warning event the first time this problem is seen, after a successful status write only
+// (a write refused 409 is retried on fresh data, which already shows the problem reported).
 func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
 	ready := contract.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
@@ -170,17 +172,15 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 	return nil
 }
 
-// updateFooStatus writes status unless the Foo has it, and says whether it
-// wrote. Conditional on the Foo's resourceVersion (contract.StatusPatch), a
-// stale status is refused 409, not written over a newer one.
+// updateFooStatus writes status unless the Foo has it, and says whether it wrote. Conditional on the
+// Foo's resourceVersion (contract.StatusPatch), a stale status is refused 409, not written over a newer one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
 	status samplev1alpha1.FooStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.SameAsPruned(foo.UID, status) {
 		return false, nil
 	}
 	if c.statusWrites.CacheIsBehind(foo) {
-		// Computed from the Foo our last status write replaced: the write
-		// would be answered 409. That write's watch event queues the Foo.
+		// Computed from the Foo our last status write replaced: it would be refused 409; its event queues the Foo.
 		return false, expectations.ErrCacheBehindOwnWrite
 	}
 	patch, err := contract.StatusPatch(foo.ResourceVersion, status)
