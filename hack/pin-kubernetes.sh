@@ -5,7 +5,8 @@
 # module hack/tools/k8s-<minor> that hack/build-tools.sh builds
 # kube-apiserver, kube-controller-manager and kube-scheduler from, at
 # VERSION. Run it to move a minor to a newer patch release, or to add a
-# minor (then list it in hack/build-tools.sh's K8S_MINORS and the README).
+# minor (the build script, the test framework and make e2e-minors find it by
+# its directory; add it to the README's table).
 #
 # k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go,
 # ...) at v0.0.0 and points them at ./staging, which only works inside its
