@@ -11,6 +11,9 @@
 # k8s.io/component-base/version.gitVersion=...), as the release builds are:
 # kwokctl runs `<binary> --version` to choose each component's flags, and an
 # unstamped module build says v0.0.0, which kwokctl takes for the newest.
+# Like the release builds, they are linked without the symbol table and DWARF
+# (-s -w; stack traces keep their function names): linking a minor's three
+# binaries took 32 s of CPU instead of 48 s, and 292 MB instead of 419 MB.
 #
 # go build relinks only what changed (about 2 s when nothing did), so callers
 # (make tools, the test framework) run it every time. Needs only the Go
@@ -52,7 +55,7 @@ minor_number="${BASH_REMATCH[1]}"
 (
 	flock 8
 	go -C "${K8S_MODULE}" build -o "${BIN_DIR}/k8s-${MINOR}/" \
-		-ldflags "-X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${minor_number} -X ${stamp}.gitTreeState=clean" \
+		-ldflags "-s -w -X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${minor_number} -X ${stamp}.gitTreeState=clean" \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler
