@@ -217,6 +217,26 @@ func isWrite(method string) bool {
 type fencedLock struct {
 	resourcelock.Interface
 	fence *Fence
+
+	mu sync.Mutex
+	// readHolder is the holder the last successful Get returned; nil before
+	// the first.
+	readHolder *string
+}
+
+// errNotOurs refuses the release of a Lease that another replica holds.
+var errNotOurs = errors.New("leader election: not releasing the Lease, which another replica holds")
+
+// Get reads the Lease and remembers its holder, for a release to check.
+func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	record, raw, err := l.Interface.Get(ctx)
+	if err == nil && record != nil {
+		holder := record.HolderIdentity
+		l.mu.Lock()
+		l.readHolder = &holder
+		l.mu.Unlock()
+	}
+	return record, raw, err
 }
 
 func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -230,9 +250,23 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 // recordRenewal runs write and, when it succeeded in making this replica
 // the holder, records when it was sent. A release (an update to no holder)
 // closes the fence before it is sent: once it is, a standby may lead.
+//
+// A release is refused when the Lease, as last read, names another holder.
+// client-go's elector (v0.37.2, tryRelease) reads the Lease before releasing
+// it, so its update carries the current resourceVersion, but judges whether
+// it leads by the record it observed last, which a renewal refused with a
+// conflict leaves naming itself: a leader resumed after a pause past its
+// lease cleared the Lease of the replica that had taken over (the soak's
+// audit log, docs/performance.md).
 func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write func() error) error {
 	if ler.HolderIdentity != l.Identity() {
 		l.fence.close()
+		l.mu.Lock()
+		readHolder := l.readHolder
+		l.mu.Unlock()
+		if ler.HolderIdentity == "" && readHolder != nil && *readHolder != l.Identity() {
+			return fmt.Errorf("%w (%q)", errNotOurs, *readHolder)
+		}
 		return write()
 	}
 	sent := l.fence.now()

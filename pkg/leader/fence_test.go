@@ -91,6 +91,13 @@ type fakeLock struct {
 	resourcelock.Interface
 	err    error
 	writes int
+	// record is what Get returns.
+	record resourcelock.LeaderElectionRecord
+}
+
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r := l.record
+	return &r, nil, nil
 }
 
 func (l *fakeLock) Identity() string { return "replica-a" }
@@ -146,6 +153,44 @@ func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
 	_ = lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: ""})
 	if err := f.Check(); !errors.Is(err, ErrFenced) {
 		t.Errorf("after releasing: %v, want ErrFenced", err)
+	}
+	if inner.writes != 2 {
+		t.Errorf("%d writes reached the lock, want 2", inner.writes)
+	}
+}
+
+func TestReleaseOfALeaseAnotherReplicaHoldsIsRefused(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	inner := &fakeLock{}
+	lock := &fencedLock{Interface: inner, fence: f}
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	// Paused past its lease, replica-a reads the Lease that replica-b took
+	// over meanwhile, then releases it as client-go's elector does.
+	inner.record = resourcelock.LeaderElectionRecord{HolderIdentity: "replica-b"}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "", LeaseDurationSeconds: 1})
+	if !errors.Is(err, errNotOurs) {
+		t.Errorf("release of replica-b's Lease: %v, want errNotOurs", err)
+	}
+	if inner.writes != 1 {
+		t.Errorf("%d writes reached the lock, want 1 (the renewal, not the release)", inner.writes)
+	}
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("after the refused release: %v, want ErrFenced", err)
+	}
+
+	// Its own Lease, as last read, it releases.
+	inner.record = resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "", LeaseDurationSeconds: 1}); err != nil {
+		t.Errorf("release of its own Lease: %v", err)
 	}
 	if inner.writes != 2 {
 		t.Errorf("%d writes reached the lock, want 2", inner.writes)
