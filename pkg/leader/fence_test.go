@@ -136,14 +136,21 @@ func TestLockOpensTheFenceAsOfWhenASuccessfulRenewalWasSent(t *testing.T) {
 	}
 }
 
-func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
-	f := fenceAt(c)
+// renewedLock returns a fence and the fenced fakeLock of replica-a, which
+// has just renewed its Lease through it.
+func renewedLock(t *testing.T) (*Fence, *fakeLock, *fencedLock) {
+	t.Helper()
+	f := fenceAt(&clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)})
 	inner := &fakeLock{}
 	lock := &fencedLock{Interface: inner, fence: f}
 	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
 		t.Fatal(err)
 	}
+	return f, inner, lock
+}
+
+func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
+	f, inner, lock := renewedLock(t)
 	if err := f.Check(); err != nil {
 		t.Fatalf("after renewing: %v", err)
 	}
@@ -160,13 +167,7 @@ func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
 }
 
 func TestReleaseOfALeaseAnotherReplicaHoldsIsRefused(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
-	f := fenceAt(c)
-	inner := &fakeLock{}
-	lock := &fencedLock{Interface: inner, fence: f}
-	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
-		t.Fatal(err)
-	}
+	f, inner, lock := renewedLock(t)
 	// Paused past its lease, replica-a reads the Lease that replica-b took
 	// over meanwhile, then releases it as client-go's elector does.
 	inner.record = resourcelock.LeaderElectionRecord{HolderIdentity: "replica-b"}
