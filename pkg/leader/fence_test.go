@@ -21,13 +21,19 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 )
 
 // defaults are the -leader-elect-* defaults.
@@ -196,6 +202,91 @@ func TestReleaseOfALeaseAnotherReplicaHoldsIsRefused(t *testing.T) {
 	if inner.writes != 2 {
 		t.Errorf("%d writes reached the lock, want 2", inner.writes)
 	}
+}
+
+// The same, through client-go's own elector on a fake clientset: a leader
+// shut down after another replica took its Lease over, and before its next
+// renewal showed it, must leave that Lease alone. client-go v0.37.2's
+// tryRelease reads the Lease, then judges by the record it observed at its
+// last renewal, which still names it.
+func TestElectorShutDownAfterATakeoverLeavesTheNewLeadersLease(t *testing.T) {
+	client := fake.NewClientset()
+	cfg := Config{Namespace: "default", Name: "sample-controller",
+		// Renewals far apart: between its first renewal and the shutdown,
+		// replica-a reads nothing, as a paused process.
+		LeaseDuration: time.Hour, RenewDeadline: 50 * time.Minute, RetryPeriod: 40 * time.Minute}
+	lock := &fencedLock{fence: NewFence(cfg), Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "replica-a"},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: cfg.Name, ReleaseOnCancel: true,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		elector.Run(ctx)
+	}()
+
+	// replica-a creates the Lease, then renews it once at once.
+	leases := client.CoordinationV1().Leases(cfg.Namespace)
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(leaseVerbs(client)) >= 3, nil
+	})
+	if err != nil {
+		t.Fatalf("replica-a's first renewal: %v; Lease requests %v", err, leaseVerbs(client))
+	}
+	lease, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("replica-b")
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(time.Minute):
+		t.Fatal("the elector did not return within a minute of its context's end")
+	}
+	// Acquire (get, create), renew (update); the takeover (get, update);
+	// the release reads the Lease and sends nothing.
+	if got, want := leaseVerbs(client), []string{"get", "create", "update", "get", "update", "get"}; !slices.Equal(got, want) {
+		t.Errorf("Lease requests %v, want %v", got, want)
+	}
+	lease, err = leases.Get(context.Background(), cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != "replica-b" {
+		t.Errorf("the Lease's holder is %q, want replica-b", holder)
+	}
+}
+
+// leaseVerbs are the verbs of the requests for Leases the fake clientset has
+// seen, in order.
+func leaseVerbs(client *fake.Clientset) []string {
+	var verbs []string
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "leases" {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	return verbs
 }
 
 // slowLock is a fakeLock whose writes take a while on the fence's clock.
