@@ -138,7 +138,8 @@ func TestBenchmark(t *testing.T) {
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if b.bin, err = framework.BuildController(root); err != nil {
+	b.bin = filepath.Join(root, "_output", "bin", "sample-controller")
+	if err := framework.BuildController(root, b.bin); err != nil {
 		t.Fatal(err)
 	}
 	// Room on the one fake node for the pods of the most Foos that exist

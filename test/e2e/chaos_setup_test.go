@@ -47,8 +47,8 @@ import (
 
 const (
 	// chaosClusterDir is the chaos scenarios' control plane, under the
-	// repository root.
-	chaosClusterDir = "_output/e2e-chaos-cluster"
+	// suite's outDir.
+	chaosClusterDir = "chaos-cluster"
 	// The replicas' leader election, shortened from 15s/10s/2s so that a
 	// take-over fits the few minutes of make test. The relation between
 	// the three is the defaults'.

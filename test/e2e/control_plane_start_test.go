@@ -28,9 +28,9 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// startupClusterDir is the work dir of the control plane whose
-// kube-controller-manager exits as it starts.
-const startupClusterDir = "_output/e2e-startup-cluster"
+// startupClusterDir is the work dir, under the suite's outDir, of the
+// control plane whose kube-controller-manager exits as it starts.
+const startupClusterDir = "startup-cluster"
 
 // TestControlPlaneStartsAgainAComponentThatExitsAsItStarts brings up a
 // control plane whose kube-controller-manager exits the first time it

@@ -45,8 +45,8 @@ import (
 
 const (
 	// faultClusterDir is the fault scenarios' own control plane, under the
-	// repository root: the rest of the suite never sees a disturbed cluster.
-	faultClusterDir = "_output/e2e-faults-cluster"
+	// suite's outDir: the rest of the suite never sees a disturbed cluster.
+	faultClusterDir = "faults-cluster"
 	// faultLeaseNamespace holds the scenarios' Leases, outside the
 	// namespaces they disturb (one of them deletes its namespace).
 	faultLeaseNamespace = metav1.NamespaceDefault
@@ -91,14 +91,14 @@ func useFaultCluster(t *testing.T, foos int) {
 }
 
 // useOwnCluster starts a control plane of the test's own in dir (relative
-// to the repository root) and points the package's helpers (which act on
+// to the suite's outDir) and points the package's helpers (which act on
 // the variable cluster) at it until the test ends; then the control plane
 // is stopped, whatever was killed or paused in it, and cluster is the
 // suite's again. The e2e tests run one at a time, so no other test sees
 // the swap.
 func useOwnCluster(t *testing.T, dir string, opts ...framework.ClusterOption) *framework.Cluster {
 	t.Helper()
-	own, err := framework.StartCluster(cluster.Root, filepath.Join(cluster.Root, dir), opts...)
+	own, err := framework.StartCluster(cluster.Root, filepath.Join(outDir, dir), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

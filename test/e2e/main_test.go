@@ -59,6 +59,13 @@ var (
 	cluster *framework.Cluster
 	// controllerBin is the controller binary under test.
 	controllerBin string
+	// outDir holds what this run keeps: the control plane (cluster/ and the
+	// scenarios' own, such as chaos-cluster/), the controllers' logs
+	// (logs/), the controller binary and the dashboard picture. It is
+	// _output/e2e-<minor>, one per Kubernetes minor so that the minors'
+	// suites can run side by side (make e2e-minors), or _output/e2e-kubeconfig
+	// against the cluster of E2E_KUBECONFIG.
+	outDir string
 	// logDir collects the controllers' logs; kept after the run.
 	logDir string
 )
@@ -73,20 +80,31 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	logDir = filepath.Join(root, "_output", "e2e-logs")
+	kubeconfig := os.Getenv("E2E_KUBECONFIG")
+	outDir = filepath.Join(root, "_output", "e2e-kubeconfig")
+	if kubeconfig == "" {
+		minor, err := framework.DefaultKubernetesMinor(root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		outDir = filepath.Join(root, "_output", "e2e-"+minor)
+	}
+	logDir = filepath.Join(outDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if controllerBin, err = framework.BuildController(root); err != nil {
+	controllerBin = filepath.Join(outDir, "sample-controller")
+	if err := framework.BuildController(root, controllerBin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
-	if kc := os.Getenv("E2E_KUBECONFIG"); kc != "" {
-		cluster, err = framework.ConnectCluster(root, kc)
+	if kubeconfig != "" {
+		cluster, err = framework.ConnectCluster(root, kubeconfig)
 	} else {
-		cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "e2e-cluster"))
+		cluster, err = framework.StartCluster(root, filepath.Join(outDir, "cluster"))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -420,10 +420,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	})
 	// A picture of the dashboard over the run, for docs/monitoring.md.
 	svg := monitoring.RenderSVG(dashboard.Title+" (e2e run, TestMonitoringOnRealPrometheus)", start, time.Now(), panels)
-	svgPath := filepath.Join(cluster.Root, "_output", "monitoring", "dashboard.svg")
-	if err := os.MkdirAll(filepath.Dir(svgPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	svgPath := filepath.Join(outDir, "dashboard.svg")
 	if err := os.WriteFile(svgPath, svg, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -124,16 +124,16 @@ func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// BuildController builds the controller into _output/bin and returns the
-// binary's path.
-func BuildController(root string) (string, error) {
-	bin := filepath.Join(root, "_output", "bin", "sample-controller")
+// BuildController builds the controller of the module at root into bin.
+// Suites that run side by side give each its own bin: go build replaces
+// the file, and a suite may be starting the binary just then.
+func BuildController(root, bin string) error {
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w: %s", err, out)
+		return fmt.Errorf("go build: %w: %s", err, out)
 	}
-	return bin, nil
+	return nil
 }
 
 // Process is a program started by a test. It is killed if the test binary
