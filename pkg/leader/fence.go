@@ -254,10 +254,11 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 // A release is refused when the Lease, as last read, names another holder.
 // client-go's elector (v0.37.2, tryRelease) reads the Lease before releasing
 // it, so its update carries the current resourceVersion, but judges whether
-// it leads by the record it observed last, which a renewal refused with a
-// conflict leaves naming itself: a leader resumed after a pause past its
-// lease cleared the Lease of the replica that had taken over (the soak's
-// audit log, docs/performance.md).
+// it leads by the record it observed last, which still names itself when no
+// renewal has read the Lease since another replica took it over (a renewal
+// that failed before its read, or a shutdown in between): a leader resumed
+// after a pause past its lease cleared the Lease of the replica that had
+// taken over (the soak's audit log, docs/performance.md).
 func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write func() error) error {
 	if ler.HolderIdentity != l.Identity() {
 		l.fence.close()

@@ -239,7 +239,7 @@ func TestElectorShutDownAfterATakeoverLeavesTheNewLeadersLease(t *testing.T) {
 		elector.Run(ctx)
 	}()
 
-	// replica-a creates the Lease, then renews it once at once.
+	// replica-a creates the Lease, then renews it straight away, once.
 	leases := client.CoordinationV1().Leases(cfg.Namespace)
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return len(leaseVerbs(client)) >= 3, nil
