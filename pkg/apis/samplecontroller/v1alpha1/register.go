@@ -30,9 +30,9 @@ var SchemeGroupVersion = schema.GroupVersion{Group: samplecontroller.GroupName, 
 
 // The names the API server knows Foos by. The generated clientset and the
 // kubebuilder markers of types.go (path, singular) spell them too, as
-// literals; pkg/contract's TestCRDServesTheGoAPI fails until the generated
-// CRD agrees with these. Hand-written code uses these constants, and the
-// group-qualified forms below, never the strings.
+// literals; pkg/contract's TestCRDNamesAreTheGoConstants fails until the
+// generated CRD agrees with these. Hand-written code uses these constants
+// (Kind and Resource below qualify them with the group), never the strings.
 const (
 	// FooKind is the kind of a Foo: its Go type's name, in apiVersion/kind
 	// and in owner references.
@@ -45,13 +45,6 @@ const (
 	// name of the controller's workqueue, as kube-controller-manager names
 	// each of its queues after the kind it syncs.
 	FooSingular = "foo"
-)
-
-// FooGVK and FooGVR are Foo's group, version and kind, and its group,
-// version and resource.
-var (
-	FooGVK = SchemeGroupVersion.WithKind(FooKind)
-	FooGVR = SchemeGroupVersion.WithResource(FooResource)
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
