@@ -81,19 +81,34 @@ type Controller struct {
 	fence     writeFence // if set, holds workers back while the Lease is overdue
 }
 
+// Config is what a Controller needs besides its clients and informers.
+type Config struct {
+	// Namespace is the one namespace the informers were built to watch, ""
+	// for all. It must be theirs: a replica taking over lists the Foos of
+	// this namespace (pkg/takeover), which a namespaced Role allows only
+	// there.
+	Namespace string
+	// Fence, when leader election is on, is the Lease's write fence
+	// (pkg/leader): workers wait at it while the Lease is overdue. Nil
+	// without leader election: nothing to wait for.
+	Fence writeFence
+}
+
 // writeFence says when this replica may write (pkg/leader's Fence).
 type writeFence interface {
 	WaitOpen(ctx context.Context) error
 }
 
-// NewController returns a controller fed by the given informers, called
-// before they start: it sets what the Foo cache keeps (contract.TrimForCache).
+// NewController returns a controller fed by the given informers, ready to
+// Run, called before they start: it sets what the Foo cache keeps
+// (contract.TrimForCache).
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
 	deploymentInformer cache.SharedIndexInformer,
 	fooInformer informers.FooInformer,
+	config Config,
 ) (*Controller, error) {
 	// Events about Foos need the Foo types in the scheme.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
@@ -110,6 +125,8 @@ func NewController(
 		workqueue:          freshfirst.New(),
 		recorder:           events,
 		events:             events,
+		namespace:          config.Namespace,
+		fence:              config.Fence,
 	}
 	if err := fooInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
 		return nil, err

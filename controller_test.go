@@ -68,6 +68,8 @@ type fixture struct {
 	// transform. (Deployments are always cached as the controller reads
 	// them, as contract.CachedDeployment.)
 	untrimmedFoos bool
+	// fence is the controller's write fence (Config.Fence); nil for none.
+	fence writeFence
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -94,7 +96,8 @@ func (f *fixture) newController(ctx context.Context) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := NewController(ctx, f.kubeclient, f.client, deployments, i.Samplecontroller().V1alpha1().Foos())
+	c, err := NewController(ctx, f.kubeclient, f.client, deployments, i.Samplecontroller().V1alpha1().Foos(),
+		Config{Fence: f.fence})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -145,7 +148,7 @@ func (f *fixture) build() {
 // nil: what the API server stored of the write.
 func (f *fixture) answerStatusWritesAtVersion2(foo *samplev1alpha1.Foo, edit func(stored *samplev1alpha1.Foo)) {
 	f.build()
-	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
+	f.client.PrependReactor("patch", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
 		stored := foo.DeepCopy()
 		stored.ResourceVersion = "2"
 		if edit != nil {
@@ -677,8 +680,8 @@ func TestConflictIsRetried(t *testing.T) {
 	f.deployments = append(f.deployments, d)
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
-	f.client.PrependReactor("patch", "foos", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource("foos"), foo.Name, fmt.Errorf("the object has been modified"))
+	f.client.PrependReactor("patch", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource(samplev1alpha1.FooResource), foo.Name, fmt.Errorf("the object has been modified"))
 	})
 
 	before := reconcileCount(t, "conflict")
@@ -750,17 +753,18 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 }
 
 // informedController is a controller on fake clientsets fed by running
-// informers, built as main.go builds them; the informers stop when ctx ends.
-func informedController(ctx context.Context, t *testing.T) (*Controller, *fake.Clientset, *k8sfake.Clientset) {
+// informers, built as main.go builds them, for config.Namespace; the
+// informers stop when ctx ends.
+func informedController(ctx context.Context, t *testing.T, config Config) (*Controller, *fake.Clientset, *k8sfake.Clientset) {
 	t.Helper()
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
-	i := informers.NewSharedInformerFactory(client, 0)
-	deployments, err := contract.NewDeploymentInformer(kubeclient, metav1.NamespaceAll, 0)
+	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
+	deployments, err := contract.NewDeploymentInformer(kubeclient, config.Namespace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewController(ctx, kubeclient, client, deployments, i.Samplecontroller().V1alpha1().Foos())
+	c, err := NewController(ctx, kubeclient, client, deployments, i.Samplecontroller().V1alpha1().Foos(), config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -777,7 +781,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, client, kubeclient := informedController(ctx, t)
+	c, client, kubeclient := informedController(ctx, t, Config{})
 	if !cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced) {
 		t.Fatal("caches not synced")
 	}
@@ -816,7 +820,7 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, client, kubeclient := informedController(ctx, t)
+	c, client, kubeclient := informedController(ctx, t, Config{})
 	done := make(chan error)
 	go func() { done <- c.Run(ctx, 2) }()
 
@@ -861,3 +865,40 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 }
 
 const wait30s = 30 * time.Second
+
+// A controller confined to one namespace (Config.Namespace), taking over as
+// a standby whose caches were synced before it led, lists the Foos of that
+// namespace only: a namespaced Role refuses a list over all namespaces.
+func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, client, _ := informedController(ctx, t, Config{Namespace: "team-a"})
+	if !cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced) {
+		t.Fatal("caches not synced")
+	}
+	done := make(chan error)
+	go func() { done <- c.Run(ctx, 1) }()
+
+	// The informer's list, then the takeover's.
+	fooLists := func() []string {
+		var lists []string
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == samplev1alpha1.FooResource {
+				lists = append(lists, a.GetNamespace())
+			}
+		}
+		return lists
+	}
+	deadline := time.Now().Add(wait30s)
+	for len(fooLists()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fooLists(), []string{"team-a", "team-a"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Foos listed in namespaces %q, want %q (the informer's list, then the takeover's)", got, want)
+	}
+}

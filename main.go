@@ -102,14 +102,14 @@ func run(ctx context.Context, o *options.Options) error {
 	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
 		informers.WithNamespace(o.Namespace))
 
+	config := Config{Namespace: o.Namespace}
+	if o.LeaderElection.Enabled {
+		config.Fence = fence
+	}
 	controller, err := NewController(ctx, kubeClient, sampleClient, deploymentInformer,
-		sampleInformerFactory.Samplecontroller().V1alpha1().Foos())
+		sampleInformerFactory.Samplecontroller().V1alpha1().Foos(), config)
 	if err != nil {
 		return err
-	}
-	controller.namespace = o.Namespace
-	if o.LeaderElection.Enabled {
-		controller.fence = fence
 	}
 	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(controller.foosLister))
 

@@ -88,9 +88,9 @@ func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
 	f := newFixture(t)
 	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
-	f.newController(ctx)
 	g := &gate{waiting: make(chan struct{}), open: make(chan struct{})}
-	f.controller.fence = g
+	f.fence = g
+	f.newController(ctx)
 	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
 
 	processed := make(chan bool)
@@ -122,9 +122,9 @@ func TestWorkerWaitingAtTheFenceStopsOnShutdown(t *testing.T) {
 	f := newFixture(t)
 	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
-	f.newController(ctx)
 	g := &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
-	f.controller.fence = g
+	f.fence = g
+	f.newController(ctx)
 	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
 
 	workCtx, cancel := context.WithCancel(ctx)

@@ -42,7 +42,7 @@ import (
 // generation and spec.replicas defaulted; it asks for "<name>-deployment".
 func NewFoo(name string, replicas int32) *samplev1alpha1.Foo {
 	return &samplev1alpha1.Foo{
-		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: "Foo"},
+		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
 			Namespace:  metav1.NamespaceDefault,
@@ -91,7 +91,7 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 			ResourceVersion: "1",
 			Generation:      1,
 			Labels:          owned,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind,
 				Name: strings.Clone(foo.Name), UID: foo.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: appsv1.DeploymentSpec{

@@ -84,7 +84,7 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 	if err != nil {
 		return err
 	}
-	if !api.Resources["foos"] {
+	if !api.Resources[samplev1alpha1.FooResource] {
 		return ErrFooAPIMissing
 	}
 	if missing := api.Missing(); len(missing) > 0 {
@@ -101,10 +101,10 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 func (api *FooAPI) Missing() []string {
 	version := samplev1alpha1.SchemeGroupVersion.Version
 	var missing []string
-	if !api.Resources["foos/status"] {
+	if !api.Resources[samplev1alpha1.FooResource+"/status"] {
 		missing = append(missing, "version "+version+" does not enable the status subresource")
 	}
-	if !api.Resources["foos/scale"] {
+	if !api.Resources[samplev1alpha1.FooResource+"/scale"] {
 		missing = append(missing, "version "+version+" does not enable the scale subresource")
 	}
 	if api.Schema == nil {
@@ -185,7 +185,7 @@ func fooSchema(document []byte) (*Schema, error) {
 			return nil, err
 		}
 		for _, gvk := range tagged.GVKs {
-			if gvk.Group == gv.Group && gvk.Version == gv.Version && gvk.Kind == "Foo" {
+			if gvk.Group == gv.Group && gvk.Version == gv.Version && gvk.Kind == samplev1alpha1.FooKind {
 				schema := &Schema{}
 				return schema, json.Unmarshal(raw, schema)
 			}
@@ -256,9 +256,9 @@ func (crd *CRD) FooAPI() *FooAPI {
 	if err != nil {
 		return api
 	}
-	api.Resources["foos"] = true
-	api.Resources["foos/status"] = v.Subresources.Status != nil
-	api.Resources["foos/scale"] = v.Subresources.Scale != nil
+	api.Resources[samplev1alpha1.FooResource] = true
+	api.Resources[samplev1alpha1.FooResource+"/status"] = v.Subresources.Status != nil
+	api.Resources[samplev1alpha1.FooResource+"/scale"] = v.Subresources.Scale != nil
 	api.Schema = &v.Schema.OpenAPIV3Schema
 	return api
 }

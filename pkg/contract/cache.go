@@ -264,7 +264,7 @@ var wellKnownStrings = func() map[string]string {
 		samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy,
 		samplev1alpha1.ControllerName, ContainerName, ContainerImage,
 		PodLabels(&samplev1alpha1.Foo{})[samplev1alpha1.LabelApp],
-		samplev1alpha1.SchemeGroupVersion.String(), "Foo",
+		samplev1alpha1.SchemeGroupVersion.String(), samplev1alpha1.FooKind,
 	} {
 		m[s] = s
 	}

@@ -20,6 +20,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -28,6 +29,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -76,6 +78,63 @@ func TestCRDServesTheGoAPI(t *testing.T) {
 	}
 	if version.Name != samplev1alpha1.SchemeGroupVersion.Version {
 		t.Errorf("CRD version %q, want %q", version.Name, samplev1alpha1.SchemeGroupVersion.Version)
+	}
+}
+
+// The names in the kubebuilder resource marker (path, singular) and the Go
+// type's name are literals; the controller, its RBAC and its tests use the
+// API package's constants.
+func TestCRDNamesAreTheGoConstants(t *testing.T) {
+	data, err := os.ReadFile(crdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Group string `json:"group"`
+			Names struct {
+				Kind     string `json:"kind"`
+				ListKind string `json:"listKind"`
+				Plural   string `json:"plural"`
+				Singular string `json:"singular"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	got := crd.Spec.Names
+	for _, c := range []struct{ field, got, want string }{
+		{"spec.group", crd.Spec.Group, samplev1alpha1.SchemeGroupVersion.Group},
+		{"spec.names.kind", got.Kind, samplev1alpha1.FooKind},
+		{"spec.names.listKind", got.ListKind, samplev1alpha1.FooKind + "List"},
+		{"spec.names.plural", got.Plural, samplev1alpha1.FooResource},
+		{"spec.names.singular", got.Singular, samplev1alpha1.FooSingular},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s %q, want %q", crdPath, c.field, c.got, c.want)
+		}
+	}
+}
+
+// The example a user creates first is a Foo of the API the CRD serves, and
+// a valid one.
+func TestExampleFooIsAValidFoo(t *testing.T) {
+	const examplePath = "../../artifacts/examples/example-foo.yaml"
+	data, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var foo samplev1alpha1.Foo
+	if err := yaml.UnmarshalStrict(data, &foo); err != nil {
+		t.Fatalf("%s: %v", examplePath, err)
+	}
+	if foo.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || foo.Kind != samplev1alpha1.FooKind {
+		t.Errorf("%s: apiVersion %q, kind %q; want %q, %q", examplePath, foo.APIVersion, foo.Kind,
+			samplev1alpha1.SchemeGroupVersion.String(), samplev1alpha1.FooKind)
+	}
+	if problems := contract.ValidateSpec(&foo.Spec); len(problems) > 0 {
+		t.Errorf("%s: invalid spec: %v", examplePath, problems)
 	}
 }
 

@@ -77,7 +77,7 @@ func DesiredDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfigu
 		WithLabels(map[string]string{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
-			WithKind("Foo").
+			WithKind(samplev1alpha1.FooKind).
 			WithName(foo.Name).
 			WithUID(foo.UID).
 			WithController(true).
@@ -148,7 +148,7 @@ func hasContainer(containers []Container, name, image string) bool {
 // is a Foo, else nil.
 func ControllerRef(object metav1.Object) *metav1.OwnerReference {
 	ref := metav1.GetControllerOf(object)
-	if ref == nil || ref.Kind != "Foo" || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != samplev1alpha1.FooKind || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
 		return nil
 	}
 	return ref

@@ -34,6 +34,8 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // Queue holds the keys of Foos to sync. Only keys are queued, never
@@ -75,6 +77,14 @@ const (
 	BacklogMaxWait = time.Second
 )
 
+// The queues' names, which label their metrics (workqueue_depth{name=...}
+// and the others client-go serves): the Foo's singular, as
+// kube-controller-manager names each queue after the kind it syncs.
+const (
+	QueueName        = samplev1alpha1.FooSingular
+	BacklogQueueName = QueueName + "_backlog"
+)
+
 // Retries: each Foo backs off from RetryBaseDelay, doubling per failure up
 // to RetryMaxDelay (client-go's defaults); all retries together are held to
 // RetryQPS per second, in bursts of up to RetryBurst, so that a failing API
@@ -94,8 +104,8 @@ func New() *Queue {
 	)
 	return &Queue{
 		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter,
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "foo"}),
-		backlog: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Name: "foo_backlog"}),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: QueueName}),
+		backlog: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Name: BacklogQueueName}),
 		taken:   make(chan struct{}, 1),
 	}
 }

@@ -188,6 +188,10 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 	}
 }
 
+// LeaseUserAgentSuffix ends the user agent of the Lease requests, after the
+// controller's own: the audit log tells them from the controller's writes.
+const LeaseUserAgentSuffix = "/leader-election"
+
 // leaseClient is the client of the Lease requests: a client and a rate
 // limiter of their own (client-go's default, 5 per second, burst 10: they
 // make a request or two per retry period), so that a renewal is never held
@@ -202,7 +206,7 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 // duration, 15 s).
 func leaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(kubeCfg)
-	cfg.UserAgent = kubeCfg.UserAgent + "/leader-election" // sample-controller/<identity>/leader-election
+	cfg.UserAgent = kubeCfg.UserAgent + LeaseUserAgentSuffix // sample-controller/<identity>/leader-election
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = rest.DefaultQPS, rest.DefaultBurst, nil
 	cfg.Timeout = retryPeriod
 	client, err := kubernetes.NewForConfig(cfg)

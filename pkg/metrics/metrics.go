@@ -53,13 +53,16 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
-// subsystem prefixes the name of each of the controller's own metrics.
-const subsystem = "samplecontroller"
+// Subsystem prefixes the name of each of the controller's own metrics
+// (samplecontroller_reconcile_total, ...): the one source of the prefix the
+// alerts and the dashboard of artifacts/monitoring select, which
+// test/monitoring holds them to.
+const Subsystem = "samplecontroller"
 
 // The controller's own metrics, served on /metrics with client-go's.
 var (
 	ReconcileTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem,
+		Subsystem: Subsystem,
 		Name:      "reconcile_total",
 		Help: "Foo syncs, by result: success; " +
 			"conflict (the cache was behind: a write was answered 409; the Foo is retried); " +
@@ -70,7 +73,7 @@ var (
 	}, []string{"result"})
 
 	reconcileDuration = metrics.NewHistogram(&metrics.HistogramOpts{
-		Subsystem: subsystem,
+		Subsystem: Subsystem,
 		Name:      "reconcile_duration_seconds",
 		Help:      "How long one Foo sync takes, API calls included.",
 		// 1 ms to ~16 s: a sync that reads only the cache takes microseconds,
@@ -81,7 +84,7 @@ var (
 
 	// EventsDropped counts the events not recorded, by type (pkg/eventrecorder).
 	EventsDropped = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem,
+		Subsystem: Subsystem,
 		Name:      "events_dropped_total",
 		Help: "Events not recorded, by type: events that found 1000 of their type waiting to be written, " +
 			"and events recorded after shutdown began. " +
@@ -130,7 +133,7 @@ func SyncResult(err error) string {
 // fooReadinessDesc describes samplecontroller_foos: how many Foos there are
 // by their Ready condition's status and reason. A platform team alerts on
 // Foos not Ready for long, and sees why, without a label per Foo.
-var fooReadinessDesc = metrics.NewDesc(subsystem+"_foos",
+var fooReadinessDesc = metrics.NewDesc(Subsystem+"_foos",
 	"Foos by the status and reason of their Ready condition "+
 		"(ready=\"Unknown\", reason=\"\" before the controller reported one), "+
 		"counted in this replica's cache at scrape time: every replica, leader or standby, serves it.",

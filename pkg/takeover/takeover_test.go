@@ -49,7 +49,7 @@ func TestStandbyTakingOverSkipsFoosDeletedWhileItsCacheLagged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	client.PrependReactor("list", "foos", func(core.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("list", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
 		if err := indexer.Add(arriving.DeepCopy()); err != nil {
 			t.Error(err)
 		}

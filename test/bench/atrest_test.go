@@ -31,6 +31,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -85,7 +87,7 @@ func (b *bench) writesSince(before []framework.Sample) writeCounts {
 		}
 		return framework.Sum(after, "apiserver_request_total", match) - framework.Sum(before, "apiserver_request_total", match)
 	}
-	return writeCounts{foos: count("foos"), deployments: count("deployments"), events: count("events")}
+	return writeCounts{foos: count(samplev1alpha1.FooResource), deployments: count("deployments"), events: count("events")}
 }
 
 type writeCounts struct {
@@ -218,11 +220,11 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, ns string, 
 		return time.Duration(sum / count * float64(time.Second))
 	}
 	b.report("  of which: Foo PATCH round trip p50 %v; controller mean queue wait %v, mean sync %v (all syncs in the window)",
-		percentile(patchRTTs, 0.50), mean("workqueue_queue_duration_seconds").Round(10*time.Microsecond), mean("samplecontroller_reconcile_duration_seconds").Round(10*time.Microsecond))
+		percentile(patchRTTs, 0.50), mean("workqueue_queue_duration_seconds").Round(10*time.Microsecond), mean(metrics.Subsystem+"_reconcile_duration_seconds").Round(10*time.Microsecond))
 }
 
 // fooQueue selects the controller's workers' queue (and unlabelled series).
-func fooQueue(l map[string]string) bool { return l["name"] == "" || l["name"] == "foo" }
+func fooQueue(l map[string]string) bool { return l["name"] == "" || l["name"] == freshfirst.QueueName }
 
 // idlePeakRSS runs a fresh controller over the converged Foos until it has
 // synced every Foo and then re-synced every Foo once, so that the peak

@@ -138,7 +138,7 @@ func TestBenchmark(t *testing.T) {
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b.bin = filepath.Join(root, "_output", "bin", "sample-controller")
+	b.bin = filepath.Join(root, "_output", "bin", samplev1alpha1.ControllerName)
 	if err := framework.BuildController(root, b.bin); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -241,7 +243,7 @@ func (b *bench) waitSyncs(ctrl *framework.Controller, what string, syncs float64
 			return false, nil
 		}
 		queued := framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
-			return l["name"] == "foo" || l["name"] == "foo_backlog"
+			return l["name"] == freshfirst.QueueName || l["name"] == freshfirst.BacklogQueueName
 		})
 		return syncCount(samples) >= syncs && queued == 0, nil
 	})
@@ -250,5 +252,5 @@ func (b *bench) waitSyncs(ctrl *framework.Controller, what string, syncs float64
 
 // syncCount is a controller's Foo syncs so far, whatever their result.
 func syncCount(samples []framework.Sample) float64 {
-	return framework.Sum(samples, "samplecontroller_reconcile_total", nil)
+	return framework.Sum(samples, metrics.Subsystem+"_reconcile_total", nil)
 }

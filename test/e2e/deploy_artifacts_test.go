@@ -41,7 +41,7 @@ import (
 
 // leaderElectionRole names the Role and RoleBinding of artifacts/deploy for
 // the Lease.
-const leaderElectionRole = "sample-controller-leader-election"
+const leaderElectionRole = samplev1alpha1.ControllerName + "-leader-election"
 
 // kubectl apply -k artifacts/deploy installs a working, locked-down
 // controller Deployment. Its pods are kwok's fakes: they become Ready but do
@@ -63,7 +63,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"deployment.apps/" + deployName,
 		"poddisruptionbudget.policy/" + deployName,
-		"service/sample-controller-metrics",
+		"service/" + samplev1alpha1.ControllerName + "-metrics",
 	} {
 		if !strings.Contains(out, object+" ") {
 			t.Errorf("kubectl apply -k %s does not report %s; output:\n%s", deployKustomization, object, out)

@@ -128,7 +128,7 @@ func checkMapping(d *appsv1.Deployment, foo *samplev1alpha1.Foo, controllerLabel
 	switch {
 	case d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace:
 		return fmt.Errorf("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
-	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, "app.kubernetes.io/managed-by": "sample-controller"}):
+	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}):
 		return fmt.Errorf("labels %v", d.Labels)
 	case d.Spec.Selector == nil || !maps.Equal(d.Spec.Selector.MatchLabels, pods):
 		return fmt.Errorf("selector %v, want %v", d.Spec.Selector, pods)

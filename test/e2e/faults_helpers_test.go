@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -254,7 +255,7 @@ func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) converg
 	for i := range deployments {
 		d := &deployments[i]
 		ref := metav1.GetControllerOf(d)
-		if ref == nil || ref.Kind != "Foo" {
+		if ref == nil || ref.Kind != samplev1alpha1.FooKind {
 			if d.Labels[samplev1alpha1.LabelManagedBy] == samplev1alpha1.ControllerName {
 				c.problems = append(c.problems, fmt.Sprintf("orphan Deployment %s: labelled managed-by %s, controlled by no Foo", d.Name, samplev1alpha1.ControllerName))
 			}
@@ -361,7 +362,7 @@ func (r *faultRun) expectAtMostOneWarningPerProblem(t *testing.T) {
 	t.Helper()
 	perProblem := map[string][]corev1.Event{}
 	for _, e := range namespaceEvents(t, r.ns) {
-		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "Foo" {
+		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == samplev1alpha1.FooKind {
 			key := e.InvolvedObject.Name + " " + e.Reason
 			perProblem[key] = append(perProblem[key], e)
 		}
@@ -410,6 +411,6 @@ func (r *faultRun) controllerFigures(t *testing.T) string {
 	sort.Strings(failed)
 	return fmt.Sprintf("syncs success=%.0f conflict=%.0f deferred=%.0f error=%.0f, workqueue_retries_total=%.0f, %.0f API requests in %v (%.1f/s), not 2xx: %v",
 		reconciles(samples, "success"), reconciles(samples, "conflict"), reconciles(samples, "deferred"), reconciles(samples, "error"),
-		framework.Sum(samples, "workqueue_retries_total", func(l map[string]string) bool { return l["name"] == "foo" }),
+		framework.Sum(samples, "workqueue_retries_total", func(l map[string]string) bool { return l["name"] == freshfirst.QueueName }),
 		requests, elapsed.Round(time.Second), requests/elapsed.Seconds(), failed)
 }

@@ -28,6 +28,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 const (
@@ -38,9 +40,9 @@ const (
 	// artifacts/deploy uses: the Namespace, the ServiceAccount, the
 	// Deployment, the ClusterRole and its binding, and the Lease the
 	// leader election Role allows (resourceNames).
-	deployNamespace      = "sample-controller"
-	deployServiceAccount = "sample-controller"
-	deployName           = "sample-controller"
+	deployNamespace      = samplev1alpha1.ControllerName
+	deployServiceAccount = samplev1alpha1.ControllerName
+	deployName           = samplev1alpha1.ControllerName
 )
 
 // applyDeployArtifacts runs kubectl apply -k artifacts/deploy from the

@@ -37,6 +37,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -141,7 +143,7 @@ func scrapeReviews(samples []framework.Sample) float64 {
 // reconciles sums the controller's Foo syncs with the given result
 // ("success", "error"; "" for all).
 func reconciles(samples []framework.Sample, result string) float64 {
-	return framework.Sum(samples, "samplecontroller_reconcile_total", func(l map[string]string) bool {
+	return framework.Sum(samples, metrics.Subsystem+"_reconcile_total", func(l map[string]string) bool {
 		return result == "" || l["result"] == result
 	})
 }
@@ -170,7 +172,7 @@ func expectExitSaying(t *testing.T, c *framework.Controller, timeout time.Durati
 // workers take from and the backlog behind it.
 func queueDepth(samples []framework.Sample) float64 {
 	return framework.Sum(samples, "workqueue_depth", func(l map[string]string) bool {
-		return l["name"] == "foo" || l["name"] == "foo_backlog"
+		return l["name"] == freshfirst.QueueName || l["name"] == freshfirst.BacklogQueueName
 	})
 }
 

@@ -188,7 +188,7 @@ func waitFooAPI(t *testing.T, what string, ok func(api *apicheck.FooAPI) bool) {
 // withSubresources is the Foo API of the standard CRD: foos with status and
 // scale, and nothing missing from the published schema.
 func withSubresources(api *apicheck.FooAPI) bool {
-	return api.Resources["foos"] && len(api.Missing()) == 0
+	return api.Resources[samplev1alpha1.FooResource] && len(api.Missing()) == 0
 }
 
 // notServed is the Foo API of a cluster without the Foo CRD.

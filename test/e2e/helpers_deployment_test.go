@@ -51,7 +51,7 @@ func checkControlledBy(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
 		return fmt.Errorf("Deployment %s has %d owner references, want 1: %+v", d.Name, len(refs), refs)
 	}
 	ref := refs[0]
-	if ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || ref.Kind != "Foo" || ref.Name != foo.Name ||
+	if ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || ref.Kind != samplev1alpha1.FooKind || ref.Name != foo.Name ||
 		ref.UID != foo.UID || ref.Controller == nil || !*ref.Controller ||
 		ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		return fmt.Errorf("Deployment %s owner reference %+v (controller=%v blockOwnerDeletion=%v) is not the controller reference of Foo %s uid %s",

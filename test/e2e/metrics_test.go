@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/freshfirst"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -50,7 +52,7 @@ func TestMetricsAccountForEverySyncAndHealthzIsOK(t *testing.T) {
 	foo := createFoo(t, newFoo(ns, "metrics", "metrics", nil))
 	waitFooReady(t, ns, foo.Name)
 
-	fooQueue := func(l map[string]string) bool { return l["name"] == "foo" }
+	fooQueue := func(l map[string]string) bool { return l["name"] == freshfirst.QueueName }
 	var samples []framework.Sample
 	// Settled: nothing queued, nothing in progress, every sync accounted
 	// for alike by the queue and by the controller.
@@ -62,7 +64,7 @@ func TestMetricsAccountForEverySyncAndHealthzIsOK(t *testing.T) {
 		syncs := reconciles(samples, "")
 		depth := framework.Sum(samples, "workqueue_depth", fooQueue)
 		worked := framework.Sum(samples, "workqueue_work_duration_seconds_count", fooQueue)
-		observed := framework.Sum(samples, "samplecontroller_reconcile_duration_seconds_count", nil)
+		observed := framework.Sum(samples, metrics.Subsystem+"_reconcile_duration_seconds_count", nil)
 		if depth != 0 || worked != syncs || observed != syncs {
 			return false, fmt.Errorf("depth %v, %v items worked on, %v syncs counted, %v timed", depth, worked, syncs, observed)
 		}
@@ -86,8 +88,8 @@ func TestMetricsAccountForEverySyncAndHealthzIsOK(t *testing.T) {
 		{"workqueue_longest_running_processor_seconds", fooQueue, -1},
 		{"rest_client_requests_total", func(l map[string]string) bool { return l["code"] == "201" && l["method"] == "POST" }, 1},
 		{"rest_client_request_duration_seconds_bucket", nil, 1},
-		{"samplecontroller_reconcile_total", func(l map[string]string) bool { return l["result"] == "success" }, 1},
-		{"samplecontroller_reconcile_duration_seconds_count", nil, 1},
+		{metrics.Subsystem + "_reconcile_total", func(l map[string]string) bool { return l["result"] == "success" }, 1},
+		{metrics.Subsystem + "_reconcile_duration_seconds_count", nil, 1},
 		{"leader_election_master_status", func(l map[string]string) bool { return l["name"] == id }, 1},
 	} {
 		n := 0
@@ -135,7 +137,7 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns + "-" + sa},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplev1alpha1.FooResource}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 	"github.com/kube-samples/sample-controller/test/monitoring"
 )
@@ -57,7 +58,7 @@ const (
 	alertTimeout = 90 * time.Second
 	// metricsServiceName and metricsPortName are the Service and port of
 	// artifacts/deploy that the shipped job keeps.
-	metricsServiceName = "sample-controller-metrics"
+	metricsServiceName = samplev1alpha1.ControllerName + "-metrics"
 	metricsPortName    = "metrics"
 	// e2ePod is the pod name the static target claims to be.
 	e2ePod = "sample-controller-e2e"
@@ -317,7 +318,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	})
 	foosServed := func(t *testing.T) {
 		t.Helper()
-		series, err := prom.Query(context.Background(), `samplecontroller_foos{job="sample-controller"}`)
+		series, err := prom.Query(context.Background(), metrics.Subsystem+`_foos{job="`+samplev1alpha1.ControllerName+`"}`)
 		if err != nil {
 			t.Fatal(err)
 		}

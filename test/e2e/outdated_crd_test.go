@@ -80,7 +80,7 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			// The controller is started once the cluster serves the edited
 			// CRD: what it then says is its own reading.
 			waitFooAPI(t, name, func(api *apicheck.FooAPI) bool {
-				return api.Resources["foos"] && strings.Join(api.Missing(), "; ") == tc.missing
+				return api.Resources[samplev1alpha1.FooResource] && strings.Join(api.Missing(), "; ") == tc.missing
 			})
 
 			c := startController(t, "controller", controllerArgs(ns)...)

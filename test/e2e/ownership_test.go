@@ -138,7 +138,7 @@ func waitGarbageCollectorKnowsFoos(t *testing.T, ns string) {
 	cm, err := cluster.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "gc-probe",
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: "Foo", Name: foo.Name, UID: foo.UID,
+			APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind, Name: foo.Name, UID: foo.UID,
 		}},
 	}}, metav1.CreateOptions{})
 	if err != nil {

@@ -222,8 +222,8 @@ func TestNamespacedRoleSufficesForNamespaceScopedMode(t *testing.T) {
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: account},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"samplecontroller.k8s.io"}, Resources: []string{"foos"}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{"samplecontroller.k8s.io"}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplev1alpha1.FooResource}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch", "create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},

@@ -41,6 +41,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/leader"
 )
 
 // AuditPolicy is the audit policy that records what the checks below read,
@@ -59,16 +62,16 @@ rules:
     resources:
       - group: apps
         resources: ["deployments"]
-      - group: samplecontroller.k8s.io
-        resources: ["foos", "foos/status", "foos/scale"]
+      - group: %[2]s
+        resources: ["%[3]s", "%[3]s/status", "%[3]s/scale"]
   - level: Request
     verbs: ["create", "update"]
-    namespaces: [%q]
+    namespaces: [%[1]q]
     resources:
       - group: coordination.k8s.io
         resources: ["leases"]
   - level: None
-`, leaseNamespace)
+`, leaseNamespace, samplev1alpha1.SchemeGroupVersion.Group, samplev1alpha1.FooResource)
 }
 
 // AuditEvent is what the checks read of an audit.k8s.io/v1 Event.
@@ -197,13 +200,13 @@ func (e *AuditEvent) String() string {
 // controllerAgent is the controller's user agent, naming its replica:
 // sample-controller/<hostname>_<uuid>, with /leader-election for the Lease
 // client.
-var controllerAgent = regexp.MustCompile(
-	`^sample-controller/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(/leader-election)?$`)
+var controllerAgent = regexp.MustCompile(`^` + regexp.QuoteMeta(samplev1alpha1.ControllerName) +
+	`/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(` + regexp.QuoteMeta(leader.LeaseUserAgentSuffix) + `)?$`)
 
 // fromController reports whether the request came from the controller
 // (any user agent of sample-controller's own clients).
 func (e *AuditEvent) fromController() bool {
-	return strings.HasPrefix(e.UserAgent, "sample-controller")
+	return strings.HasPrefix(e.UserAgent, samplev1alpha1.ControllerName+"/")
 }
 
 // Replica names the replica that sent the request: its Lease identity
@@ -284,7 +287,7 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 }
 
 func managedResource(resource string) bool {
-	return resource == "deployments" || resource == "foos"
+	return resource == "deployments" || resource == samplev1alpha1.FooResource
 }
 
 // ledAt reports whether replica led at the moment at: a Leadership it
@@ -349,7 +352,7 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 		}
 		owner := ""
 		for _, ref := range d.Metadata.OwnerReferences {
-			if ref.Kind == "Foo" && ref.Controller != nil && *ref.Controller {
+			if ref.Kind == samplev1alpha1.FooKind && ref.Controller != nil && *ref.Controller {
 				owner = ref.Name
 			}
 		}
@@ -373,7 +376,7 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 	history := map[string][]fooValue{}
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef.Resource != "foos" || !e.accepted() || !e.isWrite() {
+		if e.ObjectRef.Resource != samplev1alpha1.FooResource || !e.accepted() || !e.isWrite() {
 			continue
 		}
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name

@@ -44,10 +44,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // clusterName is the kwokctl cluster's name in its work dir.
-const clusterName = "sample-controller"
+const clusterName = samplev1alpha1.ControllerName
 
 // DefaultTimeout is how long, by default, a wait on the control plane may
 // see no progress (WithTimeout).

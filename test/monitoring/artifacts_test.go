@@ -39,6 +39,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite "+PlainRuleFile+" from "+RuleFile)
@@ -76,8 +78,8 @@ func rendered(t *testing.T) []metav1.Object {
 func TestKustomizationDecodesStrictlyIntoOperatorTypes(t *testing.T) {
 	var kinds []string
 	for _, obj := range rendered(t) {
-		if obj.GetNamespace() != "sample-controller" {
-			t.Errorf("%T %s: namespace %q, want sample-controller (the Service's)", obj, obj.GetName(), obj.GetNamespace())
+		if obj.GetNamespace() != samplev1alpha1.ControllerName {
+			t.Errorf("%T %s: namespace %q, want %s (the Service's)", obj, obj.GetName(), obj.GetNamespace(), samplev1alpha1.ControllerName)
 		}
 		switch o := obj.(type) {
 		case *monitoringv1.ServiceMonitor:
@@ -127,6 +129,10 @@ func TestUnmarshalStrictRefusesWhatTheOperatorWouldDrop(t *testing.T) {
 	}
 }
 
+// metricsService is the name of the Service of artifacts/deploy that serves
+// the replicas' /metrics.
+const metricsService = samplev1alpha1.ControllerName + "-metrics"
+
 // deployedMetricsService is the Service of artifacts/deploy that serves the
 // replicas' /metrics.
 func deployedMetricsService(t *testing.T) *corev1.Service {
@@ -140,11 +146,11 @@ func deployedMetricsService(t *testing.T) *corev1.Service {
 		if err := yaml.Unmarshal(doc, &svc); err != nil {
 			t.Fatal(err)
 		}
-		if svc.Kind == "Service" && svc.Name == "sample-controller-metrics" {
+		if svc.Kind == "Service" && svc.Name == metricsService {
 			return &svc
 		}
 	}
-	t.Fatal("artifacts/deploy has no Service sample-controller-metrics")
+	t.Fatalf("artifacts/deploy has no Service %s", metricsService)
 	return nil
 }
 

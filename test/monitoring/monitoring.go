@@ -38,6 +38,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // Paths relative to the repository root.
@@ -54,9 +56,9 @@ const (
 	ScrapeConfigFile = Dir + "/prometheus-scrape-config.yaml"
 	// DashboardFile is the Grafana dashboard.
 	DashboardFile = Dir + "/dashboards/sample-controller.json"
-	// Job is the job label both scrape configurations give the targets;
-	// every alert and dashboard query selects it.
-	Job = "sample-controller"
+	// Job is the job label both scrape configurations give the targets,
+	// the controller's name; every alert and dashboard query selects it.
+	Job = samplev1alpha1.ControllerName
 )
 
 // Kustomize renders a kustomization directory (relative to root) as kubectl

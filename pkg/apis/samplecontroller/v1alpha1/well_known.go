@@ -29,7 +29,7 @@ import "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 const ControllerName = "sample-controller"
 
 // FooCRDName is the CustomResourceDefinition that serves the Foo API.
-const FooCRDName = "foos." + samplecontroller.GroupName
+const FooCRDName = FooResource + "." + samplecontroller.GroupName
 
 // Labels on every Deployment the controller manages, and on its pods.
 const (

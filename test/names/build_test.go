@@ -1,0 +1,54 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package names
+
+import (
+	"testing"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+// The binary and the image are named for the controller: the Makefile and
+// hack/run.sh build _output/bin/<name>, which the e2e and bench suites run;
+// the image holds /<name>, and artifacts/deploy pulls the image <name>.
+func TestBuildNamesTheBinaryAndImageForTheController(t *testing.T) {
+	name := samplev1alpha1.ControllerName
+	expectEveryMatch(t, "Makefile", `(?m)^BIN := _output/bin/(\S+)$`, name, "the binary make build writes")
+	expectEveryMatch(t, "hack/run.sh", `(?m)^BIN="\$\{ROOT\}/_output/bin/([^"]+)"$`, name, "the binary make run runs")
+	expectEveryMatch(t, "Dockerfile", `(?m)^RUN .*go build .*-o /out/(\S+) \.$`, name, "the binary the build stage writes")
+	expectEveryMatch(t, "Dockerfile", `(?m)^COPY --from=builder /out/(\S+) `, name, "the binary the image copies")
+	expectEveryMatch(t, "Dockerfile", `(?m)^COPY --from=builder /out/\S+ /(\S+)$`, name, "the binary in the image")
+	expectEveryMatch(t, "Dockerfile", `(?m)^ENTRYPOINT \["/([^"]+)"\]$`, name, "the image's entry point")
+	expectEveryMatch(t, "Dockerfile", `docker build -t REGISTRY/([^:\s]+):TAG`, name, "the image's name")
+}
+
+// make run's local control plane is the kwokctl cluster the e2e framework
+// also names for the controller, and it waits for the CRD the controller
+// looks up.
+func TestRunScriptNamesTheClusterAndCRD(t *testing.T) {
+	expectEveryMatch(t, "hack/run.sh", `--name=([^)\s]+)`, samplev1alpha1.ControllerName, "the kwokctl cluster")
+	expectEveryMatch(t, "hack/run.sh", `kubectl wait --for=condition=Established .* crd/(\S+) `, samplev1alpha1.FooCRDName,
+		"the CRD make run waits for")
+}
+
+// controller-gen names the CRD file it writes <group>_<plural>.yaml, and
+// hack/update-codegen.sh moves that file to artifacts/examples/crd.yaml.
+func TestCodegenScriptNamesTheCRDFileControllerGenWrites(t *testing.T) {
+	expectEveryMatch(t, "hack/update-codegen.sh", `(?m)^CRD_FILE="\$\{CRD_OUT\}/([^"]+)"$`,
+		samplecontroller.GroupName+"_"+samplev1alpha1.FooResource+".yaml", "the file controller-gen writes")
+}

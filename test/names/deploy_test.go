@@ -1,0 +1,217 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package names
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+)
+
+// deployDir is the kustomization an operator applies (kubectl apply -k).
+const deployDir = "artifacts/deploy"
+
+// labelName is the label every object of deployDir carries, and its
+// selectors select, with the controller's name.
+const labelName = "app.kubernetes.io/name"
+
+// deployObject is what these checks read of any object.
+type deployObject struct {
+	metav1.TypeMeta
+	Metadata metav1.ObjectMeta `json:"metadata"`
+}
+
+// decode reads the one object of a file of deployDir into out.
+func decode(t *testing.T, file string, out any) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(read(t, deployDir+"/"+file)), out); err != nil {
+		t.Fatalf("%s/%s: %v", deployDir, file, err)
+	}
+}
+
+// deployFiles are the files of deployDir, with the kind and name of the
+// object each holds: all named for the controller.
+func deployFiles() map[string]deployObject {
+	name := samplev1alpha1.ControllerName
+	object := func(kind, name string) deployObject {
+		return deployObject{TypeMeta: metav1.TypeMeta{Kind: kind}, Metadata: metav1.ObjectMeta{Name: name}}
+	}
+	return map[string]deployObject{
+		"namespace.yaml":                   object("Namespace", name),
+		"serviceaccount.yaml":              object("ServiceAccount", name),
+		"clusterrole.yaml":                 object("ClusterRole", name),
+		"clusterrolebinding.yaml":          object("ClusterRoleBinding", name),
+		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
+		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
+		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),
+		"deployment.yaml":                  object("Deployment", name),
+		"poddisruptionbudget.yaml":         object("PodDisruptionBudget", name),
+		"service.yaml":                     object("Service", name+"-metrics"),
+	}
+}
+
+// Every object is named for the controller, lives in its namespace (the
+// Namespace of the same name) unless cluster-scoped, and carries its name in
+// every app.kubernetes.io/name label, selectors included.
+func TestDeployObjectsAreNamedForTheController(t *testing.T) {
+	name := samplev1alpha1.ControllerName
+	var kustomization struct {
+		Resources []string `json:"resources"`
+		Images    []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+		} `json:"images"`
+	}
+	decode(t, "kustomization.yaml", &kustomization)
+	files := deployFiles()
+	var want []string
+	for file := range files {
+		want = append(want, file)
+	}
+	want = append(want, "../examples")
+	if got := slices.Sorted(slices.Values(kustomization.Resources)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("%s/kustomization.yaml: resources %v, want %v (a new file needs its name checked here)", deployDir, got, slices.Sorted(slices.Values(want)))
+	}
+
+	for file, want := range files {
+		var got deployObject
+		decode(t, file, &got)
+		path := deployDir + "/" + file
+		if got.Kind != want.Kind || got.Metadata.Name != want.Metadata.Name {
+			t.Errorf("%s: %s %q, want %s %q", path, got.Kind, got.Metadata.Name, want.Kind, want.Metadata.Name)
+		}
+		wantNamespace := name
+		if clusterScoped := slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding"}, want.Kind); clusterScoped {
+			wantNamespace = ""
+		}
+		if got.Metadata.Namespace != wantNamespace {
+			t.Errorf("%s: namespace %q, want %q", path, got.Metadata.Namespace, wantNamespace)
+		}
+		if _, ok := got.Metadata.Labels[labelName]; !ok {
+			t.Errorf("%s: no label %s", path, labelName)
+		}
+		// The Deployments the controller manages carry this label: its
+		// informer would watch its own objects.
+		if v, ok := got.Metadata.Labels[samplev1alpha1.LabelManagedBy]; ok && v == name {
+			t.Errorf("%s: label %s=%s marks the Deployments the controller manages", path, samplev1alpha1.LabelManagedBy, v)
+		}
+		var doc any
+		decode(t, file, &doc)
+		for _, v := range valuesOf(doc, labelName) {
+			if v != name {
+				t.Errorf("%s: %s: %q, want %q", path, labelName, v, name)
+			}
+		}
+	}
+
+	if len(kustomization.Images) != 1 || kustomization.Images[0].Name != name || kustomization.Images[0].NewName != name {
+		t.Errorf("%s/kustomization.yaml: images %+v, want one named %q, newName %q", deployDir, kustomization.Images, name, name)
+	}
+	var d appsv1.Deployment
+	decode(t, "deployment.yaml", &d)
+	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != name {
+		t.Errorf("%s/deployment.yaml: serviceAccountName %q, want %q", deployDir, sa, name)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if image, _, _ := strings.Cut(c.Image, ":"); image != name {
+			t.Errorf("%s/deployment.yaml: container %s runs image %q, want %q (the kustomization's images: entry)", deployDir, c.Name, c.Image, name)
+		}
+	}
+}
+
+// valuesOf returns the values of every key named key, at any depth.
+func valuesOf(node any, key string) []any {
+	var values []any
+	switch n := node.(type) {
+	case map[string]any:
+		for k, v := range n {
+			if k == key {
+				values = append(values, v)
+			}
+			values = append(values, valuesOf(v, key)...)
+		}
+	case []any:
+		for _, v := range n {
+			values = append(values, valuesOf(v, key)...)
+		}
+	}
+	return values
+}
+
+// The bindings grant their role to the controller's ServiceAccount.
+func TestDeployBindingsGrantTheirRoleToTheControllersServiceAccount(t *testing.T) {
+	name := samplev1alpha1.ControllerName
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: name}
+	for file, role := range map[string]rbacv1.RoleRef{
+		"clusterrolebinding.yaml":          {APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		"leader-election-rolebinding.yaml": {APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-leader-election"},
+	} {
+		var binding struct {
+			RoleRef  rbacv1.RoleRef   `json:"roleRef"`
+			Subjects []rbacv1.Subject `json:"subjects"`
+		}
+		decode(t, file, &binding)
+		if binding.RoleRef != role {
+			t.Errorf("%s/%s: roleRef %+v, want %+v", deployDir, file, binding.RoleRef, role)
+		}
+		if !slices.Equal(binding.Subjects, []rbacv1.Subject{subject}) {
+			t.Errorf("%s/%s: subjects %+v, want %+v", deployDir, file, binding.Subjects, subject)
+		}
+	}
+}
+
+// The ClusterRole grants the Foo API under the group and resource the
+// controller's clients use: a rule under an old name grants nothing.
+func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
+	var role rbacv1.ClusterRole
+	decode(t, "clusterrole.yaml", &role)
+	foos := samplev1alpha1.FooResource
+	want := map[string][]string{
+		foos:                 {"list", "watch"},
+		foos + "/status":     {"patch"},
+		foos + "/finalizers": {"update"},
+	}
+	got := map[string][]string{}
+	for _, rule := range role.Rules {
+		for _, group := range rule.APIGroups {
+			if group != samplecontroller.GroupName {
+				continue
+			}
+			for _, r := range rule.Resources {
+				got[r] = append(got[r], rule.Verbs...)
+			}
+		}
+	}
+	for r, verbs := range want {
+		if !slices.Equal(got[r], verbs) {
+			t.Errorf("%s/clusterrole.yaml: %s in group %s: verbs %v, want %v", deployDir, r, samplecontroller.GroupName, got[r], verbs)
+		}
+	}
+	for r := range got {
+		if _, ok := want[r]; !ok {
+			t.Errorf("%s/clusterrole.yaml: %s in group %s, which the controller does not use", deployDir, r, samplecontroller.GroupName)
+		}
+	}
+}
