@@ -91,7 +91,8 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 			ResourceVersion: "1",
 			Generation:      1,
 			Labels:          owned,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind,
 				Name: strings.Clone(foo.Name), UID: foo.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: appsv1.DeploymentSpec{

@@ -201,7 +201,8 @@ func (e *AuditEvent) String() string {
 // sample-controller/<hostname>_<uuid>, with /leader-election for the Lease
 // client.
 var controllerAgent = regexp.MustCompile(`^` + regexp.QuoteMeta(samplev1alpha1.ControllerName) +
-	`/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(` + regexp.QuoteMeta(leader.LeaseUserAgentSuffix) + `)?$`)
+	`/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` +
+	`(` + regexp.QuoteMeta(leader.LeaseUserAgentSuffix) + `)?$`)
 
 // fromController reports whether the request came from the controller
 // (any user agent of sample-controller's own clients).

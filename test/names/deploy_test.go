@@ -86,7 +86,7 @@ func TestDeployObjectsAreNamedForTheController(t *testing.T) {
 	}
 	decode(t, "kustomization.yaml", &kustomization)
 	files := deployFiles()
-	var want []string
+	want := make([]string, 0, len(files)+1)
 	for file := range files {
 		want = append(want, file)
 	}
