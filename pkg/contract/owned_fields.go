@@ -24,10 +24,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/applyconfigurations"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
@@ -45,7 +47,14 @@ import (
 // granular (another manager's labels are not ours, and not compared), the
 // containers are a list keyed by name (another container is not ours; ours
 // is found by its name wherever it stands), a label selector is atomic (an
-// apply sets the whole of it, so the whole of it must be equal).
+// apply sets the whole of it, so the whole of it must be equal), and what
+// another manager set in a field of ours (a port another team added to our
+// container) is not compared either.
+//
+// What it costs: the owned values are kept as their JSON, and walking a
+// Deployment with the schema takes tens of microseconds per watch event and
+// per Drift where hand-written fields took a few (see cache.go for the
+// memory, docs/performance.md for both).
 //
 // Identity and ownership are left out: the name and namespace are the cache
 // key, and the owner reference is checked before any comparison (a
@@ -96,53 +105,61 @@ func ownedPart(desired *appsv1ac.DeploymentApplyConfiguration) (*typed.TypedValu
 	return asDeployment(value.NewValueInterface(obj))
 }
 
-// ownedFields is the set of fields the cache keeps of every Deployment: the
-// fields DesiredDeployment sets for a Foo whose spec has every field set
-// (everyFieldSet), so that a field the mapping sets only when the Foo asks
-// for it is kept too. Map keys and list keys (the label keys, the container's
-// name) must not depend on the Foo: TestDesiredFieldsAreCached checks it.
-var ownedFields = sync.OnceValues(func() (*fieldpath.Set, error) {
-	probe := &samplev1alpha1.Foo{}
-	probe.Name, probe.Namespace, probe.UID = "probe", "probe", "probe"
-	everyFieldSet(reflect.ValueOf(&probe.Spec).Elem())
-	owned, err := ownedPart(DesiredDeployment(probe))
-	if err != nil {
-		return nil, fmt.Errorf("the desired Deployment: %w", err)
+// ownedPattern is what DesiredDeployment sets for two probe Foos whose specs
+// have every field set, to different values (everyFieldSet): the fields the
+// cache keeps of every Deployment, and which list keys do not depend on the
+// Foo. With every field set, a field the mapping sets only when a Foo asks
+// for it is among them. A list element whose key is the same for both probes
+// (the container "nginx") is the controller's own, found by that key; one
+// whose key differs (a port from the spec) names all the elements of its
+// list, as any could be the one a Foo asks for. Map keys (the label keys)
+// must not depend on the Foo.
+var ownedPattern = sync.OnceValues(func() ([2]interface{}, error) {
+	var pattern [2]interface{}
+	for i := range pattern {
+		probe := &samplev1alpha1.Foo{}
+		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
+		everyFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
+		owned, err := ownedPart(DesiredDeployment(probe))
+		if err != nil {
+			return pattern, fmt.Errorf("the desired Deployment: %w", err)
+		}
+		pattern[i] = owned.AsValue().Unstructured()
 	}
-	return owned.ToFieldSet()
+	return pattern, nil
 })
 
-// everyFieldSet gives every field of v that is its zero value a value:
-// pointers point to a value, numbers are 1, strings "x", booleans true,
-// slices and maps hold one element.
-func everyFieldSet(v reflect.Value) {
+// everyFieldSet gives every field of v that is its zero value a value from
+// seed: pointers point to a value, numbers are seed, strings "x<seed>",
+// booleans true, slices and maps hold one element.
+func everyFieldSet(v reflect.Value, seed int) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		everyFieldSet(v.Elem())
+		everyFieldSet(v.Elem(), seed)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				everyFieldSet(v.Field(i))
+				everyFieldSet(v.Field(i), seed)
 			}
 		}
 	case reflect.String:
 		if v.String() == "" {
-			v.SetString("x")
+			v.SetString(fmt.Sprint("x", seed))
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if v.Int() == 0 {
-			v.SetInt(1)
+			v.SetInt(int64(seed))
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if v.Uint() == 0 {
-			v.SetUint(1)
+			v.SetUint(uint64(seed))
 		}
 	case reflect.Float32, reflect.Float64:
 		if v.Float() == 0 {
-			v.SetFloat(1)
+			v.SetFloat(float64(seed))
 		}
 	case reflect.Bool:
 		v.SetBool(true)
@@ -151,13 +168,13 @@ func everyFieldSet(v reflect.Value) {
 			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 		}
 		for i := range v.Len() {
-			everyFieldSet(v.Index(i))
+			everyFieldSet(v.Index(i), seed)
 		}
 	case reflect.Map:
 		if v.Len() == 0 {
 			key, elem := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			everyFieldSet(key)
-			everyFieldSet(elem)
+			everyFieldSet(key, seed)
+			everyFieldSet(elem, seed)
 			v.Set(reflect.MakeMapWithSize(v.Type(), 1))
 			v.SetMapIndex(key, elem)
 		}
@@ -167,7 +184,11 @@ func everyFieldSet(v reflect.Value) {
 // ownedValues returns, as JSON, d's values at the fields the controller
 // owns: what the cache keeps of them.
 func ownedValues(d *appsv1.Deployment) (string, error) {
-	fields, err := ownedFields()
+	pattern, err := ownedPattern()
+	if err != nil {
+		return "", err
+	}
+	t, err := deploymentSchema()
 	if err != nil {
 		return "", err
 	}
@@ -175,12 +196,109 @@ func ownedValues(d *appsv1.Deployment) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	actual, err := asDeployment(v)
-	if err != nil {
-		return "", err
+	kept, _ := extract(t.Schema(), t.TypeRef(), v, pattern[0], pattern[1])
+	if kept == nil {
+		kept = map[string]interface{}{}
 	}
-	data, err := json.Marshal(actual.ExtractItems(fields).AsValue().Unstructured())
+	data, err := json.Marshal(kept)
 	return string(data), err
+}
+
+// extract returns v's values where the two probes' desired values p1 and p2
+// have one, walking v by the schema's type tr, and whether v is set. A map or
+// list is kept even when none of its elements is, so that Drift names the
+// element missing rather than its parent. An
+// atomic map or list, or a list without keys, is kept whole: an apply sets
+// the whole of it.
+func extract(s *schema.Schema, tr schema.TypeRef, v value.Value, p1, p2 interface{}) (interface{}, bool) {
+	if v == nil || v.IsNull() {
+		return nil, false
+	}
+	atom, ok := s.Resolve(tr)
+	if !ok {
+		return nil, false
+	}
+	switch {
+	case atom.Map != nil:
+		m1, ok1 := p1.(map[string]interface{})
+		m2, _ := p2.(map[string]interface{})
+		if atom.Map.ElementRelationship == schema.Atomic || !ok1 || !v.IsMap() {
+			return v.Unstructured(), true
+		}
+		vm := v.AsMap()
+		out := map[string]interface{}{}
+		for k, want := range m1 {
+			child, ok := vm.Get(k)
+			if !ok {
+				continue
+			}
+			childType := atom.Map.ElementType
+			if f, ok := atom.Map.FindField(k); ok {
+				childType = f.Type
+			}
+			other, ok := m2[k]
+			if !ok {
+				other = want
+			}
+			if kept, ok := extract(s, childType, child, want, other); ok {
+				out[k] = kept
+			}
+		}
+		return out, true
+	case atom.List != nil:
+		l1, ok1 := p1.([]interface{})
+		l2, _ := p2.([]interface{})
+		if atom.List.ElementRelationship != schema.Associative || len(atom.List.Keys) == 0 || !ok1 || !v.IsList() {
+			return v.Unstructured(), true
+		}
+		out := []interface{}{}
+		vl := v.AsList()
+		for i := range vl.Length() {
+			item := vl.At(i)
+			for j, want := range l1 {
+				other := want
+				if j < len(l2) {
+					other = l2[j]
+				}
+				if !sameKeys(atom.List.Keys, item, want, other) {
+					continue
+				}
+				if kept, ok := extract(s, atom.List.ElementType, item, want, other); ok {
+					out = append(out, kept)
+				}
+				break
+			}
+		}
+		return out, true
+	default:
+		return v.Unstructured(), true
+	}
+}
+
+// sameKeys reports whether a list item is the one the pattern's elements
+// want and other name: it has their value at each key they agree on (a
+// key from the Foo, where they differ, matches any item).
+func sameKeys(keys []string, item value.Value, want, other interface{}) bool {
+	w, _ := want.(map[string]interface{})
+	o, _ := other.(map[string]interface{})
+	if !item.IsMap() {
+		return false
+	}
+	im := item.AsMap()
+	for _, k := range keys {
+		if _, set := w[k]; !set {
+			continue // defaulted by the API server, as a port's protocol
+		}
+		fixed := value.NewValueInterface(w[k])
+		if !value.Equals(fixed, value.NewValueInterface(o[k])) {
+			continue
+		}
+		got, ok := im.Get(k)
+		if !ok || !value.Equals(got, fixed) {
+			return false
+		}
+	}
+	return true
 }
 
 // Drift lists the fields the controller owns whose value in the actual
