@@ -375,7 +375,7 @@ func TestUpdatesReplicas(t *testing.T) {
 	}
 	f.expectKubeWrites("patch deployments test-deployment application/apply-patch+yaml")
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
-	f.expectEvents("Normal Synced Updated Deployment test-deployment: replicas")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: .spec.replicas")
 
 	patch := appliedPatch(t, f)
 	if got := patch["spec"].(map[string]interface{})["replicas"]; got != float64(3) {
@@ -432,7 +432,7 @@ func TestRepairsDriftKeepingForeignFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites("patch deployments test-deployment application/apply-patch+yaml")
-	f.expectEvents("Normal Synced Updated Deployment test-deployment: labels, container nginx")
+	f.expectEvents(`Normal Synced Updated Deployment test-deployment: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`)
 
 	patch := appliedPatch(t, f)
 	labels := patch["metadata"].(map[string]interface{})["labels"].(map[string]interface{})
@@ -544,7 +544,7 @@ func TestUncachedOwnDeploymentIsRelabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectKubeWrites("create deployments test-deployment", "patch deployments test-deployment application/apply-patch+yaml")
-	f.expectEvents("Normal Synced Updated Deployment test-deployment: labels")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: .metadata.labels.app.kubernetes.io/managed-by")
 }
 
 func TestFooDeletedDoesNothing(t *testing.T) {

@@ -108,7 +108,10 @@ func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.F
 func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
 	desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment,
 ) (*contract.CachedDeployment, error) {
-	drift := contract.Drift(desired, deployment)
+	drift, err := contract.Drift(desired, deployment)
+	if err != nil {
+		return nil, err
+	}
 	if len(drift) == 0 {
 		return deployment, nil
 	}

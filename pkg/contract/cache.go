@@ -17,9 +17,6 @@ limitations under the License.
 package contract
 
 import (
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,7 +35,7 @@ import (
 // controller runs, so their memory grows with the number of Foos. Most of a
 // cached object is never read: managedFields, annotations (kubectl's
 // last-applied-configuration alone repeats the whole object), the pod
-// template beyond labels and container images, the reasons, messages and
+// template beyond the fields the controller sets, the reasons, messages and
 // timestamps of the Deployment's conditions. TrimForCache, the informer
 // transform of NewDeploymentInformer and of the Foo informer, trims each
 // object to the fields the controller reads before the object enters the
@@ -51,7 +48,10 @@ import (
 // and the event reference computed from trimmed and from complete Foos.
 // Deployments are cached as a type of their own, CachedDeployment, which has
 // no field the controller does not read: code cannot read what the cache
-// lacks, it does not compile. Objects the controller gets from the API
+// lacks, it does not compile. Of the Deployment's spec and labels it keeps
+// the values at the fields DesiredDeployment sets, whatever they are
+// (owned_fields.go): a field the mapping starts to set is cached with no
+// edit here. Objects the controller gets from the API
 // directly (the result of a create or an apply, a GET) are complete; a
 // Deployment among them is read through NewCachedDeployment too, so the
 // controller judges every Deployment by the same few fields.
@@ -69,8 +69,21 @@ import (
 // (the pod template is inline), and its labels are maps of some 300 bytes
 // each however few they hold. Trimmed in place and with shared, interned
 // label maps, a cached Deployment kept 2,790 bytes; a CachedDeployment keeps
-// 824 (BenchmarkCachedBytesPerDeployment; docs/performance.md has the
+// 856 (BenchmarkCachedBytesPerDeployment; docs/performance.md has the
 // figures).
+//
+// It kept 824 when it had a hand-written field per owned field (the labels
+// the controller sets as a sorted slice, replicas, the selector, each
+// container's name and image), each value interned or shared. Those 32 bytes
+// more a Deployment (some 0.3 MB over 10,000 Foos, under 4 %) buy that
+// adding a field to the mapping touches the mapping and its tests alone, not
+// the cache's type, its constructor, Drift, the fixtures and their tests: the
+// owned values are kept as their JSON, some 300 bytes, which Drift reads
+// back with the Deployment's schema. Kept. The larger price is CPU: walking
+// a Deployment with its schema takes tens of microseconds per watch event
+// and per Drift where the hand-written fields took a few (36 and 55 against
+// 3.6 and 7.7, best of three on a shared 2-core machine), and the schema,
+// parsed once, holds about 1.1 MB (docs/performance.md).
 
 // TrimForCache is the informer transform of both informers (installed by
 // NewDeploymentInformer and NewController): it turns a Deployment into its CachedDeployment and trims a
@@ -104,35 +117,19 @@ type CachedDeployment struct {
 	// (has the deployment controller seen the latest spec?) and the
 	// controller reference alone among the owner references (which Foo
 	// controls the Deployment: the event handlers, the controller-UID index,
-	// metav1.IsControlledBy). Its Labels stay empty: OwnedLabels has what is
+	// metav1.IsControlledBy). Its Labels stay empty: Owned has what is
 	// read of them. Embedding it makes a CachedDeployment a metav1.Object,
 	// which the informer's keys and tombstones need.
 	metav1.ObjectMeta
 
-	// OwnedLabels are the Deployment's labels among those the controller
-	// sets on it: Drift compares them.
-	OwnedLabels Labels
-	// Replicas is spec.replicas.
-	Replicas *int32
-	// Selector is spec.selector.matchLabels, all of them: Drift wants
-	// exactly the Foo's pod labels there. Match expressions are not read.
-	Selector Labels
-	// TemplateLabels are the pod template's labels among those the
-	// controller sets on it.
-	TemplateLabels Labels
-	// Containers are the name and image of each container of the pod
-	// template, in order: Drift looks up the controller's container by name
-	// among all of them and compares its image.
-	Containers []Container
+	// Owned holds, as JSON, the Deployment's values at the fields the
+	// controller owns (ownedPattern: what DesiredDeployment sets), and only
+	// those: another team's labels, containers and defaults are not kept.
+	// Drift compares the desired values with them. Empty only when they
+	// could not be encoded, which Drift reports.
+	Owned string
 
 	Status CachedDeploymentStatus
-}
-
-// Container is a container of a pod template, by name and image.
-//
-// +k8s:deepcopy-gen=true
-type Container struct {
-	Name, Image string
 }
 
 // CachedDeploymentStatus is what ReadyCondition and DesiredStatus read of a
@@ -147,38 +144,23 @@ type CachedDeploymentStatus struct {
 	ProgressDeadlineExceeded bool
 }
 
-// ownedLabelKeys are the labels the controller sets on a Deployment and on
-// its pod template (DesiredDeployment): the only ones it reads.
-var ownedLabelKeys = []string{samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy}
-
 // NewCachedDeployment returns what the cache keeps of d. d is not modified,
 // and the result shares none of d's structs, maps or slices (only strings,
 // which the decoders allocate one by one), so d can be collected at once.
 func NewCachedDeployment(d *appsv1.Deployment) *CachedDeployment {
-	ref := controllerReferenceOnly(d.OwnerReferences)
-	// Within one Deployment the Foo's name recurs: in the controller
-	// reference and, as the controller label's value, in three label sets.
-	share := canonical
-	if len(ref) == 1 {
-		share = func(s string) string {
-			if s == ref[0].Name {
-				return ref[0].Name
-			}
-			return canonical(s)
-		}
-	}
-	cached := &CachedDeployment{
+	// An error leaves Owned empty, and Drift reports it where it can be
+	// returned: the sync of the Foo.
+	owned, _ := ownedValues(d)
+	return &CachedDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            d.Name,
 			Namespace:       canonicalNamespace(d.Namespace),
 			UID:             d.UID,
 			ResourceVersion: d.ResourceVersion,
 			Generation:      d.Generation,
-			OwnerReferences: ref,
+			OwnerReferences: controllerReferenceOnly(d.OwnerReferences),
 		},
-		OwnedLabels:    labelsAmong(d.Labels, ownedLabelKeys, share),
-		TemplateLabels: labelsAmong(d.Spec.Template.Labels, ownedLabelKeys, share),
-		Containers:     namesAndImages(d.Spec.Template.Spec.Containers),
+		Owned: owned,
 		Status: CachedDeploymentStatus{
 			ObservedGeneration:       d.Status.ObservedGeneration,
 			Replicas:                 d.Status.Replicas,
@@ -187,19 +169,6 @@ func NewCachedDeployment(d *appsv1.Deployment) *CachedDeployment {
 			ProgressDeadlineExceeded: progressDeadlineExceeded(d.Status.Conditions),
 		},
 	}
-	if d.Spec.Replicas != nil {
-		cached.Replicas = ptr.To(*d.Spec.Replicas)
-	}
-	if d.Spec.Selector != nil {
-		// A managed Deployment's selector is its pod template's labels: one
-		// slice serves both.
-		selector := d.Spec.Selector.MatchLabels
-		cached.Selector = labelsAmong(selector, slices.Collect(maps.Keys(selector)), share)
-		if slices.Equal(cached.Selector, cached.TemplateLabels) {
-			cached.Selector = cached.TemplateLabels
-		}
-	}
-	return cached
 }
 
 // A CachedDeployment is a runtime.Object, as client-go expects of what an
@@ -233,14 +202,6 @@ func controllerReferenceOnly(refs []metav1.OwnerReference) []metav1.OwnerReferen
 	return nil
 }
 
-func namesAndImages(containers []corev1.Container) []Container {
-	out := make([]Container, len(containers))
-	for i, c := range containers {
-		out[i] = Container{Name: canonical(c.Name), Image: canonical(c.Image)}
-	}
-	return out
-}
-
 // progressDeadlineExceeded reports whether the first Progressing condition
 // is False.
 func progressDeadlineExceeded(conditions []appsv1.DeploymentCondition) bool {
@@ -253,17 +214,13 @@ func progressDeadlineExceeded(conditions []appsv1.DeploymentCondition) bool {
 }
 
 // Strings that every managed Deployment holds are kept once rather than once
-// per Deployment: the label keys, the values the controller sets but the
-// Foo's name, the container's name and image, the controller reference's
-// apiVersion and kind, and the namespace. (unique.Make would not do: its
-// table forgets a string once no unique.Handle to it is alive, at the next
-// collection, and the next Deployment would get a copy of its own.)
+// per Deployment: the controller reference's apiVersion and kind, and the
+// namespace. (unique.Make would not do: its table forgets a string once no
+// unique.Handle to it is alive, at the next collection, and the next
+// Deployment would get a copy of its own.)
 var wellKnownStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{
-		samplev1alpha1.LabelApp, samplev1alpha1.LabelController, samplev1alpha1.LabelManagedBy,
-		samplev1alpha1.ControllerName, ContainerName, ContainerImage,
-		PodLabels(&samplev1alpha1.Foo{})[samplev1alpha1.LabelApp],
 		samplev1alpha1.SchemeGroupVersion.String(), samplev1alpha1.FooKind,
 	} {
 		m[s] = s
@@ -286,57 +243,6 @@ var namespaces sync.Map
 func canonicalNamespace(ns string) string {
 	c, _ := namespaces.LoadOrStore(ns, ns)
 	return c.(string)
-}
-
-// Label is a label's key and value.
-//
-// +k8s:deepcopy-gen=true
-type Label struct {
-	Key, Value string
-}
-
-// Labels are a few labels sorted by key. A slice costs 32 bytes a label; a
-// map costs some 300 bytes however few it holds.
-//
-// +k8s:deepcopy-gen=true
-type Labels []Label
-
-// labelsAmong returns the labels whose keys are among keys, sorted by key,
-// each key and value passed through share (see canonical).
-func labelsAmong(labels map[string]string, keys []string, share func(string) string) Labels {
-	var out Labels
-	for _, k := range keys {
-		if v, ok := labels[k]; ok {
-			out = append(out, Label{Key: share(k), Value: share(v)})
-		}
-	}
-	slices.SortFunc(out, func(a, b Label) int { return strings.Compare(a.Key, b.Key) })
-	return slices.Clip(out)
-}
-
-// Get returns the value of the label key, and whether it is there.
-func (l Labels) Get(key string) (string, bool) {
-	for _, label := range l {
-		if label.Key == key {
-			return label.Value, true
-		}
-	}
-	return "", false
-}
-
-// Contain reports whether every wanted label is there with its value.
-func (l Labels) Contain(want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := l.Get(k); !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// Equal reports whether l holds exactly the labels of m.
-func (l Labels) Equal(m map[string]string) bool {
-	return len(l) == len(m) && l.Contain(m)
 }
 
 // trimFoo trims a Foo, in place, to what the controller reads:

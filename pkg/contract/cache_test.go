@@ -45,7 +45,8 @@ import (
 // completeDeployment is ownedDeployment as a cluster serves it, with what
 // others add: the API server (managedFields, creationTimestamp), kubectl
 // (annotations), the deployment controller (a revision, conditions), another
-// team (a label, a sidecar, an owner), and the pod template's defaults.
+// team (a label, a pod label, a sidecar, an owner, fields of the
+// controller's container it does not set), and the pod template's defaults.
 func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	t.Helper()
 	d := testfixtures.OwnedDeployment(t, foo)
@@ -67,11 +68,11 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
 	}
-	d.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	d.Spec.Template.Labels["tier"] = "web"
 	d.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-01-02T03:04:05Z"}
 	pod := &d.Spec.Template.Spec
 	pod.Containers[0].ImagePullPolicy = corev1.PullAlways
@@ -149,28 +150,40 @@ func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 }
 
 // The drift check, on what the cache keeps of a Deployment as the cluster
-// serves it, finds drift in exactly the fields the controller owns: what
-// others add (labels, annotations, a sidecar, match expressions, a strategy)
-// never counts.
+// serves it, finds drift in exactly the fields the controller owns, named as
+// server-side apply names them: what others add (labels, pod labels,
+// annotations, a sidecar, fields of the controller's container it does not
+// set, a strategy) never counts. The selector is atomic, as for an apply:
+// the controller owns all of it, so a match expression makes it another
+// selector.
 func TestCachedDeploymentDrift(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	for name, tc := range map[string]struct {
 		mutate func(*appsv1.Deployment)
 		want   string
 	}{
-		"in sync":                  {func(*appsv1.Deployment) {}, ""},
-		"replicas changed":         {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, "replicas"},
-		"replicas unset":           {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
-		"managed-by label gone":    {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, "labels"},
-		"controller label wrong":   {func(d *appsv1.Deployment) { d.Labels[samplev1alpha1.LabelController] = "other" }, "labels"},
-		"selector changed":         {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
-		"selector label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) }, "selector"},
-		"selector value wrong":     {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" }, "selector"},
-		"selector unset":           {func(d *appsv1.Deployment) { d.Spec.Selector = nil }, "selector"},
-		"template label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplev1alpha1.LabelApp) }, "template labels"},
-		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "web" }, ""},
-		"image changed":            {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, "container nginx"},
-		"container renamed":        {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, "container nginx"},
+		"in sync":                {func(*appsv1.Deployment) {}, ""},
+		"replicas changed":       {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, ".spec.replicas"},
+		"replicas unset":         {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, ".spec.replicas"},
+		"managed-by label gone":  {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
+		"controller label wrong": {func(d *appsv1.Deployment) { d.Labels[samplev1alpha1.LabelController] = "other" }, ".metadata.labels.controller"},
+		"all labels gone":        {func(d *appsv1.Deployment) { d.Labels = nil }, ".metadata.labels"},
+		"selector changed":       {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, ".spec.selector"},
+		"selector label gone":    {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) }, ".spec.selector"},
+		"selector value wrong":   {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" }, ".spec.selector"},
+		"selector unset":         {func(d *appsv1.Deployment) { d.Spec.Selector = nil }, ".spec.selector"},
+		"selector match expression": {func(d *appsv1.Deployment) {
+			d.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}
+		}, ".spec.selector"},
+		"template label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplev1alpha1.LabelApp) }, ".spec.template.metadata.labels.app"},
+		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "api" }, ""},
+		"image changed":            {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, `.spec.template.spec.containers[name="nginx"].image`},
+		"image unset":              {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "" }, `.spec.template.spec.containers[name="nginx"].image`},
+		"container renamed":        {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, `.spec.template.spec.containers[name="nginx"]`},
+		"no containers":            {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers = nil }, ".spec.template.spec.containers"},
+		"another field of ours changed by another team": {func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "DEBUG", Value: "1"})
+		}, ""},
 		"ours after the sidecar": {func(d *appsv1.Deployment) {
 			c := d.Spec.Template.Spec.Containers
 			c[0], c[1] = c[1], c[0]
@@ -179,13 +192,32 @@ func TestCachedDeploymentDrift(t *testing.T) {
 			d.Spec.Replicas = ptr.To[int32](1)
 			delete(d.Labels, samplev1alpha1.LabelApp)
 			d.Spec.Template.Spec.Containers[0].Image = "busybox"
-		}, "labels,replicas,container nginx"},
+		}, `.metadata.labels.app,.spec.replicas,.spec.template.spec.containers[name="nginx"].image`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			if got := strings.Join(Drift(DesiredDeployment(foo), cachedDeployment(t, d)), ","); got != tc.want {
+			drift, err := Drift(DesiredDeployment(foo), cachedDeployment(t, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(drift, ","); got != tc.want {
 				t.Errorf("drift %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A CachedDeployment whose values could not be kept is not taken for one in
+// sync: Drift returns an error, which fails the sync.
+func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
+	foo := testfixtures.NewFoo("test", 1)
+	for name, owned := range map[string]string{"none": "", "not JSON": "{"} {
+		t.Run(name, func(t *testing.T) {
+			cached := NewCachedDeployment(testfixtures.OwnedDeployment(t, foo))
+			cached.Owned = owned
+			if drift, err := Drift(DesiredDeployment(foo), cached); err == nil {
+				t.Errorf("drift %q and no error", drift)
 			}
 		})
 	}
@@ -390,7 +422,6 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 // cachedCompleteDeployment is what the cache keeps of
 // completeDeployment(t, testfixtures.NewFoo("test", 3)).
 func cachedCompleteDeployment() *CachedDeployment {
-	podLabels := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}}
 	return &CachedDeployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            "test-deployment",
@@ -406,18 +437,11 @@ func cachedCompleteDeployment() *CachedDeployment {
 				Controller: ptr.To(true),
 			}},
 		},
-		OwnedLabels: Labels{
-			{Key: "app", Value: "nginx"},
-			{Key: "app.kubernetes.io/managed-by", Value: "sample-controller"},
-			{Key: "controller", Value: "test"},
-		},
-		Replicas:       ptr.To[int32](3),
-		Selector:       podLabels,
-		TemplateLabels: podLabels,
-		Containers: []Container{
-			{Name: "nginx", Image: "nginx:latest"},
-			{Name: "log-shipper", Image: "fluent-bit:3"},
-		},
+		// Its values at the fields DesiredDeployment sets, and only there.
+		Owned: `{"metadata":{"labels":{"app":"nginx","app.kubernetes.io/managed-by":"sample-controller","controller":"test"}},` +
+			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
+			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
+			`"spec":{"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
 		Status: CachedDeploymentStatus{
 			ObservedGeneration: 3,
 			Replicas:           3,
@@ -427,11 +451,12 @@ func cachedCompleteDeployment() *CachedDeployment {
 	}
 }
 
-// The cache keeps of a Deployment exactly the fields the controller reads,
-// its own labels sorted by key: no TypeMeta, annotations, managedFields,
-// timestamps, finalizers, other teams' labels, other owners,
-// blockOwnerDeletion, match expressions, strategy, pod template beyond its
-// owned labels and the containers' names and images, condition details.
+// The cache keeps of a Deployment exactly the fields the controller reads:
+// no TypeMeta, annotations, managedFields, timestamps, finalizers, other
+// owners, blockOwnerDeletion, condition details, and of the rest only the
+// values at the fields the controller sets: not other teams' labels or pod
+// labels, not the sidecar, not the strategy, not the fields of its
+// container it does not set (ports, env, resources, probes, defaults).
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
@@ -495,13 +520,9 @@ func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
 		t.Fatalf("the copy differs:\n%s", diff.Diff(cachedCompleteDeployment(), cp))
 	}
 
-	*cp.Replicas = 9
 	cp.OwnerReferences[0].Name = "changed"
 	*cp.OwnerReferences[0].Controller = false
-	cp.OwnedLabels[0].Value = "changed"
-	cp.Selector[0].Value = "changed"
-	cp.TemplateLabels[1].Value = "changed"
-	cp.Containers[0].Image = "changed"
+	cp.Owned = "changed"
 
 	if want := cachedCompleteDeployment(); !reflect.DeepEqual(cached, want) {
 		t.Errorf("the original changed with its copy:\n%s", diff.Diff(want, cached))
@@ -635,124 +656,27 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 	}
 }
 
-// The cache keeps one slice for a Deployment's selector and pod labels when
-// they are equal, and the strings every managed Deployment has once, not
-// once per Deployment; the Foo's name in the controller label is the owner
-// reference's.
-func TestCachedDeploymentSharesEqualLabels(t *testing.T) {
+// The cache keeps the strings every managed Deployment holds once, not once
+// per Deployment: the namespace, the controller reference's apiVersion and
+// kind.
+func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	da, db := completeDeployment(t, foo), completeDeployment(t, foo)
+	for _, d := range []*appsv1.Deployment{da, db} { // as a decoder allocates them
+		ref := &d.OwnerReferences[1]
+		ref.APIVersion, ref.Kind = strings.Clone(ref.APIVersion), strings.Clone(ref.Kind)
+	}
 	if unsafe.StringData(da.Namespace) == unsafe.StringData(db.Namespace) ||
-		unsafe.StringData(da.Labels[samplev1alpha1.LabelController]) == unsafe.StringData(da.OwnerReferences[1].Name) {
+		unsafe.StringData(da.OwnerReferences[1].Kind) == unsafe.StringData(db.OwnerReferences[1].Kind) {
 		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
 	a, b := NewCachedDeployment(da), NewCachedDeployment(db)
-
-	if &a.Selector[0] != &a.TemplateLabels[0] {
-		t.Error("the selector and the pod template's labels are equal but kept in two slices")
-	}
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
-	}
-	for i, l := range a.OwnedLabels {
-		if unsafe.StringData(l.Key) != unsafe.StringData(b.OwnedLabels[i].Key) {
-			t.Errorf("label key %q is kept once per Deployment", l.Key)
-		}
-		// The controller label's value is the Foo's name, its own.
-		if l.Key != samplev1alpha1.LabelController && unsafe.StringData(l.Value) != unsafe.StringData(b.OwnedLabels[i].Value) {
-			t.Errorf("label value %q is kept once per Deployment", l.Value)
-		}
-	}
-	for i, c := range a.Containers {
-		if unsafe.StringData(c.Name) != unsafe.StringData(b.Containers[i].Name) || unsafe.StringData(c.Image) != unsafe.StringData(b.Containers[i].Image) {
-			t.Errorf("container %q (%q) is kept once per Deployment", c.Name, c.Image)
-		}
 	}
 	ref := a.OwnerReferences[0]
 	if unsafe.StringData(ref.APIVersion) != unsafe.StringData(b.OwnerReferences[0].APIVersion) ||
 		unsafe.StringData(ref.Kind) != unsafe.StringData(b.OwnerReferences[0].Kind) {
 		t.Errorf("the owner reference's %s %s is kept once per Deployment", ref.APIVersion, ref.Kind)
-	}
-	owned, _ := a.OwnedLabels.Get(samplev1alpha1.LabelController)
-	template, _ := a.TemplateLabels.Get(samplev1alpha1.LabelController)
-	if unsafe.StringData(owned) != unsafe.StringData(ref.Name) || unsafe.StringData(template) != unsafe.StringData(ref.Name) {
-		t.Error("the Foo's name is kept more than once, in the controller labels and the owner reference")
-	}
-
-	podLabels := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}}
-	for name, tc := range map[string]struct {
-		mutate   func(*appsv1.Deployment)
-		selector Labels
-		shared   bool
-	}{
-		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "web" }, podLabels, true},
-		"a selector label more": {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["tier"] = "web" },
-			Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}, {Key: "tier", Value: "web"}}, false},
-		"a selector label less": {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) },
-			Labels{{Key: "app", Value: "nginx"}}, false},
-		"a selector value differs": {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" },
-			Labels{{Key: "app", Value: "web"}, {Key: "controller", Value: "test"}}, false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			d := completeDeployment(t, foo)
-			tc.mutate(d)
-			c := NewCachedDeployment(d)
-			if !reflect.DeepEqual(c.Selector, tc.selector) || !reflect.DeepEqual(c.TemplateLabels, podLabels) {
-				t.Errorf("selector %v, pod labels %v; want %v, %v", c.Selector, c.TemplateLabels, tc.selector, podLabels)
-			}
-			if shared := &c.Selector[0] == &c.TemplateLabels[0]; shared != tc.shared {
-				t.Errorf("the selector and the pod labels share a slice: %v, want %v", shared, tc.shared)
-			}
-		})
-	}
-}
-
-// Labels answer as the label map they were built from would: the value of a
-// key, whether they contain some labels, whether they are exactly some
-// labels.
-func TestLabelsAnswerAsTheirMap(t *testing.T) {
-	l := Labels{{Key: "app", Value: "nginx"}, {Key: "controller", Value: "test"}, {Key: "empty", Value: ""}}
-
-	for _, tc := range []struct {
-		labels    Labels
-		key, want string
-		ok        bool
-	}{
-		{l, "app", "nginx", true},
-		{l, "controller", "test", true},
-		{l, "empty", "", true},
-		{l, "tier", "", false},
-		{l, "", "", false},
-		{nil, "app", "", false},
-	} {
-		if got, ok := tc.labels.Get(tc.key); got != tc.want || ok != tc.ok {
-			t.Errorf("%v.Get(%q) = %q, %v; want %q, %v", tc.labels, tc.key, got, ok, tc.want, tc.ok)
-		}
-	}
-
-	for _, tc := range []struct {
-		labels         Labels
-		m              map[string]string
-		contain, equal bool
-	}{
-		{l, map[string]string{"app": "nginx", "controller": "test", "empty": ""}, true, true},
-		{l, map[string]string{"app": "nginx", "controller": "test"}, true, false},
-		{l, map[string]string{"empty": ""}, true, false},
-		{l, nil, true, false},
-		{l, map[string]string{"app": "web"}, false, false},
-		{l, map[string]string{"tier": ""}, false, false},
-		{l, map[string]string{"app": "nginx", "controller": "test", "tier": "web"}, false, false},
-		{l, map[string]string{"app": "nginx", "controller": "test", "tier": ""}, false, false},
-		{l, map[string]string{"app": "nginx", "controller": "other", "empty": ""}, false, false},
-		{nil, nil, true, true},
-		{nil, map[string]string{}, true, true},
-		{nil, map[string]string{"app": "nginx"}, false, false},
-	} {
-		if got := tc.labels.Contain(tc.m); got != tc.contain {
-			t.Errorf("%v.Contain(%v) = %v, want %v", tc.labels, tc.m, got, tc.contain)
-		}
-		if got := tc.labels.Equal(tc.m); got != tc.equal {
-			t.Errorf("%v.Equal(%v) = %v, want %v", tc.labels, tc.m, got, tc.equal)
-		}
 	}
 }

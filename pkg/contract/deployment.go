@@ -26,7 +26,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,41 +106,6 @@ func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.D
 		return nil, err
 	}
 	return deployment, nil
-}
-
-// Drift lists the fields the controller owns whose value in the actual
-// Deployment differs from the desired one. It reads only what
-// DesiredDeployment sets, so fields owned by others never count as drift.
-func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment) []string {
-	var drift []string
-	if !actual.OwnedLabels.Contain(desired.Labels) {
-		drift = append(drift, "labels")
-	}
-	spec := desired.Spec
-	if actual.Replicas == nil || *actual.Replicas != *spec.Replicas {
-		drift = append(drift, "replicas")
-	}
-	if !actual.Selector.Equal(spec.Selector.MatchLabels) {
-		drift = append(drift, "selector")
-	}
-	if !actual.TemplateLabels.Contain(spec.Template.Labels) {
-		drift = append(drift, "template labels")
-	}
-	for _, want := range spec.Template.Spec.Containers {
-		if !hasContainer(actual.Containers, *want.Name, *want.Image) {
-			drift = append(drift, fmt.Sprintf("container %s", *want.Name))
-		}
-	}
-	return drift
-}
-
-func hasContainer(containers []Container, name, image string) bool {
-	for _, c := range containers {
-		if c.Name == name {
-			return c.Image == image
-		}
-	}
-	return false
 }
 
 // ControllerRef returns the object's controller reference when its controller

@@ -42,22 +42,26 @@ func TestDeploymentDrift(t *testing.T) {
 		"foreign container": {func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
 		}, ""},
-		"replicas":          {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, "replicas"},
-		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, "labels"},
-		"label changed":     {func(d *appsv1.Deployment) { d.Labels["app"] = "other" }, "labels"},
-		"selector":          {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, "selector"},
-		"template label":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "app") }, "template labels"},
-		"image":             {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, "container nginx"},
-		"container renamed": {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, "container nginx"},
+		"replicas":          {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, ".spec.replicas"},
+		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
+		"label changed":     {func(d *appsv1.Deployment) { d.Labels["app"] = "other" }, ".metadata.labels.app"},
+		"selector":          {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, ".spec.selector"},
+		"template label":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "app") }, ".spec.template.metadata.labels.app"},
+		"image":             {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, `.spec.template.spec.containers[name="nginx"].image`},
+		"container renamed": {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "web" }, `.spec.template.spec.containers[name="nginx"]`},
 		"several": {func(d *appsv1.Deployment) {
 			*d.Spec.Replicas = 5
 			d.Spec.Template.Spec.Containers[0].Image = "busybox"
-		}, "replicas,container nginx"},
+		}, `.spec.replicas,.spec.template.spec.containers[name="nginx"].image`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			if got := strings.Join(Drift(DesiredDeployment(foo), NewCachedDeployment(d)), ","); got != tc.want {
+			drift, err := Drift(DesiredDeployment(foo), NewCachedDeployment(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(drift, ","); got != tc.want {
 				t.Errorf("drift %q, want %q", got, tc.want)
 			}
 		})
@@ -83,8 +87,8 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if drift := Drift(DesiredDeployment(foo), NewCachedDeployment(d)); len(drift) != 0 {
-		t.Errorf("the created Deployment drifts from the desired one in %v", drift)
+	if drift, err := Drift(DesiredDeployment(foo), NewCachedDeployment(d)); err != nil || len(drift) != 0 {
+		t.Errorf("the created Deployment drifts from the desired one in %v (error %v)", drift, err)
 	}
 }
 

@@ -90,8 +90,8 @@ func FuzzDesiredDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.DeploymentName, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift := Drift(desired, NewCachedDeployment(created)); len(drift) > 0 {
-			t.Errorf("a freshly created Deployment drifts from the desired one in %v", drift)
+		if drift, err := Drift(desired, NewCachedDeployment(created)); err != nil || len(drift) > 0 {
+			t.Errorf("a freshly created Deployment drifts from the desired one in %v (error %v)", drift, err)
 		}
 	})
 }

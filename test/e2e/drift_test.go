@@ -95,7 +95,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		repaired = d
 		return true, nil
 	})
-	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
 	waitFooReady(t, ns, foo.Name)
 
 	// Repaired once (one apply, one event), and no tug of war afterwards.
@@ -123,7 +123,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		}
 		return nil
 	})
-	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment drift: labels, container nginx", 1)
+	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
 	settled, err := getDeployment(context.Background(), ns, "drift")
 	if err != nil {
 		t.Fatal(err)

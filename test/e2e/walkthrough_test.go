@@ -159,7 +159,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if foo.Status.AvailableReplicas != 3 {
 			t.Fatalf("status.availableReplicas %d, want 3", foo.Status.AvailableReplicas)
 		}
-		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": replicas", 1)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 1)
 		d, err := deployments.Get(ctx, fooName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +191,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		})
 		// The same event as for the scale to 3 in the step before, now seen
 		// twice.
-		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": replicas", 2)
+		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 2)
 		deployment = waitManagedDeployment(t, ns, fooName, foo)
 		if deployment.UID != before.UID {
 			t.Fatalf("Deployment replaced (uid %s, was %s); want it updated in place", deployment.UID, before.UID)
