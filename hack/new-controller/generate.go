@@ -86,7 +86,8 @@ func generate(root, oldModule string, n names, dir string, stdout, stderr io.Wri
 
 // copyRenamed writes each file into stage under its renamed path, its text
 // renamed, Go sources formatted again: a rename can reorder imports (gofmt
-// sorts each import block by path) or realign columns.
+// sorts each import block by path), realign columns, or make a line too
+// long for the linter.
 func copyRenamed(root, stage string, files []string, oldModule string, n names) error {
 	contents := make(map[string][]byte, len(files))
 	var texts []string
@@ -122,6 +123,12 @@ func copyRenamed(root, stage string, files []string, oldModule string, n names) 
 			if strings.HasSuffix(rel, ".go") {
 				if content, err = format.Source(content); err != nil {
 					return fmt.Errorf("formatting %s (from %s) after the rename: %w", rel, f, err)
+				}
+				// lll checks all but the tests (.golangci.yml).
+				if !strings.HasSuffix(rel, "_test.go") {
+					if content, err = wrapLongLines(content); err != nil {
+						return fmt.Errorf("breaking the long lines of %s (from %s): %w", rel, f, err)
+					}
 				}
 			}
 		}
