@@ -21,7 +21,7 @@ import "testing"
 func TestPluralsOfKinds(t *testing.T) {
 	for kind, want := range map[string]string{
 		"Policy": "Policies", "Ingress": "Ingresses", "Box": "Boxes", "Match": "Matches", "Mesh": "Meshes",
-		"Quiz": "Quizes", "Gateway": "Gateways", "Key": "Keys", "Foo": "Foos", "DatabaseCluster": "DatabaseClusters",
+		"Gateway": "Gateways", "Key": "Keys", "Foo": "Foos", "DatabaseCluster": "DatabaseClusters",
 		"Proxy": "Proxies", "Status": "Statuses",
 	} {
 		if got := pluralize(kind); got != want {

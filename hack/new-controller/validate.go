@@ -82,92 +82,115 @@ func derive(o options, oldModule string) (names, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	n := names{Module: o.Module, Group: o.Group, Kind: o.Kind, Version: o.Version}
-
-	switch {
-	case o.Module == "":
-		bad("-module is required (e.g. -module example.com/policy-operator)")
-	case o.Module == oldModule:
-		bad("-module %q is the template's own module path; give the new controller's", o.Module)
-	default:
-		if err := module.CheckPath(o.Module); err != nil {
-			bad("-module %q is not a valid module path: %v", o.Module, err)
-		}
-	}
-
-	switch labels := strings.Split(o.Group, "."); {
-	case o.Group == "":
-		bad("-group is required (e.g. -group policies.example.com)")
-	case len(o.Group) > 253 || len(labels) < 2 || !allMatch(dns1123Label, labels):
-		bad("-group %q is not a DNS-1123 subdomain with at least one dot (lower-case letters, digits, '-' and '.', "+
-			"like policies.example.com)", o.Group)
-	case o.Group == oldGroup:
-		bad("-group %q is the template's own API group; give the new controller's", o.Group)
-	case !goPackageLabel.MatchString(labels[0]):
-		bad("-group %q: its first label %q names the API's Go package and code-generator's accessors, "+
-			"so it must be lower-case letters and digits, starting with a letter", o.Group, labels[0])
-	case reservedIdentifier(labels[0]) != "":
-		bad("-group %q: its first label %q, the API's Go package name, is %s", o.Group, labels[0],
-			reservedIdentifier(labels[0]))
-	default:
-		n.GroupPackage = labels[0]
-		n.GroupGoName = upperFirst(labels[0])
-	}
-
+	checkModule(o.Module, oldModule, bad)
+	n.GroupPackage = checkGroup(o.Group, bad)
+	n.GroupGoName = upperFirst(n.GroupPackage)
 	if !apiVersion.MatchString(o.Version) {
 		bad("-version %q is not a Kubernetes API version (v1, v1beta1, v1alpha1, ...)", o.Version)
 	}
+	if checkKind(o.Kind, bad) {
+		deriveResource(o, &n, bad)
+	}
+	deriveName(o, &n, bad)
+	return n, errors.Join(errs...)
+}
 
-	kindOK := false
+// complaint records one problem with the options.
+type complaint func(format string, args ...any)
+
+func checkModule(mod, oldModule string, bad complaint) {
 	switch {
-	case o.Kind == "":
-		bad("-kind is required (e.g. -kind Policy)")
-	case !upperCamel.MatchString(o.Kind):
-		bad("-kind %q is not UpperCamelCase (^[A-Z][a-zA-Z0-9]*$, like Policy)", o.Kind)
-	case reservedIdentifier(strings.ToLower(o.Kind)) != "":
-		bad("-kind %q: its lower-case form %q, a variable name in the copy, is %s", o.Kind,
-			strings.ToLower(o.Kind), reservedIdentifier(strings.ToLower(o.Kind)))
+	case mod == "":
+		bad("-module is required (e.g. -module example.com/policy-operator)")
+	case mod == oldModule:
+		bad("-module %q is the template's own module path; give the new controller's", mod)
 	default:
-		kindOK = true
+		if err := module.CheckPath(mod); err != nil {
+			bad("-module %q is not a valid module path: %v", mod, err)
+		}
 	}
+}
 
-	if kindOK {
-		n.KindPlural = pluralize(o.Kind)
-		n.Plural = strings.ToLower(n.KindPlural)
-		if o.Plural != "" && o.Plural != n.Plural {
-			n.Plural = o.Plural
-			n.KindPlural = upperFirst(o.Plural)
-		}
-		n.Singular = strings.ToLower(o.Kind)
-		if o.Singular != "" {
-			n.Singular = o.Singular
-		}
-		for flag, v := range map[string]string{"-plural": n.Plural, "-singular": n.Singular} {
-			switch {
-			case !lowerWord.MatchString(v):
-				bad("%s %q is not lower-case letters and digits, starting with a letter", flag, v)
-			case reservedIdentifier(v) != "":
-				bad("%s %q, a variable name in the copy, is %s", flag, v, reservedIdentifier(v))
-			}
-		}
-		if builtinPlurals[n.Plural] {
-			bad("plural %q is a built-in resource's (kubectl would find that one first); "+
-				"choose another kind or give -plural", n.Plural)
-		}
-		if n.Plural == n.Singular {
-			bad("plural and singular are both %q; give -plural", n.Plural)
-		}
-		n.ShortName = o.ShortName
-		if n.ShortName == "" {
-			n.ShortName = shortName(n.Singular)
-		}
+// checkGroup returns the group's Go package name, its first label; "" if
+// the group is refused.
+func checkGroup(group string, bad complaint) string {
+	labels := strings.Split(group, ".")
+	switch {
+	case group == "":
+		bad("-group is required (e.g. -group policies.example.com)")
+	case len(group) > 253 || len(labels) < 2 || !allMatch(dns1123Label, labels):
+		bad("-group %q is not a DNS-1123 subdomain with at least one dot (lower-case letters, digits, '-' and '.', "+
+			"like policies.example.com)", group)
+	case group == oldGroup:
+		bad("-group %q is the template's own API group; give the new controller's", group)
+	case !goPackageLabel.MatchString(labels[0]):
+		bad("-group %q: its first label %q names the API's Go package and code-generator's accessors, "+
+			"so it must be lower-case letters and digits, starting with a letter", group, labels[0])
+	case reservedIdentifier(labels[0]) != "":
+		bad("-group %q: its first label %q, the API's Go package name, is %s", group, labels[0],
+			reservedIdentifier(labels[0]))
+	default:
+		return labels[0]
+	}
+	return ""
+}
+
+func checkKind(kind string, bad complaint) bool {
+	switch {
+	case kind == "":
+		bad("-kind is required (e.g. -kind Policy)")
+	case !upperCamel.MatchString(kind):
+		bad("-kind %q is not UpperCamelCase (^[A-Z][a-zA-Z0-9]*$, like Policy)", kind)
+	case reservedIdentifier(strings.ToLower(kind)) != "":
+		bad("-kind %q: its lower-case form %q, a variable name in the copy, is %s", kind,
+			strings.ToLower(kind), reservedIdentifier(strings.ToLower(kind)))
+	default:
+		return true
+	}
+	return false
+}
+
+// deriveResource derives and checks the plural, singular and short name.
+func deriveResource(o options, n *names, bad complaint) {
+	n.KindPlural = pluralize(o.Kind)
+	n.Plural = strings.ToLower(n.KindPlural)
+	if o.Plural != "" && o.Plural != n.Plural {
+		n.Plural = o.Plural
+		n.KindPlural = upperFirst(o.Plural)
+	}
+	n.Singular = strings.ToLower(o.Kind)
+	if o.Singular != "" {
+		n.Singular = o.Singular
+	}
+	for _, f := range []struct{ flag, value string }{{"-plural", n.Plural}, {"-singular", n.Singular}} {
 		switch {
-		case !lowerWord.MatchString(n.ShortName):
-			bad("-short-name %q is not lower-case letters and digits, starting with a letter", n.ShortName)
-		case builtinShortNames[n.ShortName] || builtinPlurals[n.ShortName]:
-			bad("-short-name %q is a built-in resource's (kubectl would find that one first)", n.ShortName)
+		case !lowerWord.MatchString(f.value):
+			bad("%s %q is not lower-case letters and digits, starting with a letter", f.flag, f.value)
+		case reservedIdentifier(f.value) != "":
+			bad("%s %q, a variable name in the copy, is %s", f.flag, f.value, reservedIdentifier(f.value))
 		}
 	}
+	if builtinPlurals[n.Plural] {
+		bad("plural %q is a built-in resource's (kubectl would find that one first); "+
+			"choose another kind or give -plural", n.Plural)
+	}
+	if n.Plural == n.Singular {
+		bad("plural and singular are both %q; give -plural", n.Plural)
+	}
+	n.ShortName = o.ShortName
+	if n.ShortName == "" {
+		n.ShortName = shortName(n.Singular)
+	}
+	switch {
+	case !lowerWord.MatchString(n.ShortName):
+		bad("-short-name %q is not lower-case letters and digits, starting with a letter", n.ShortName)
+	case builtinShortNames[n.ShortName] || builtinPlurals[n.ShortName]:
+		bad("-short-name %q is a built-in resource's (kubectl would find that one first)", n.ShortName)
+	}
+}
 
+// deriveName derives and checks the controller's name and metric prefix.
+func deriveName(o options, n *names, bad complaint) {
 	n.Name = o.Name
 	if n.Name == "" && o.Module != "" {
 		n.Name = nameFromModule(o.Module)
@@ -180,7 +203,6 @@ func derive(o options, oldModule string) (names, error) {
 	case n.Name == oldName:
 		bad("-name %q is the template's own name; give the new controller's", n.Name)
 	}
-
 	n.MetricPrefix = o.Metrics
 	if n.MetricPrefix == "" {
 		n.MetricPrefix = snake(n.Name)
@@ -189,7 +211,6 @@ func derive(o options, oldModule string) (names, error) {
 		bad("-metric-prefix %q is not lower-case letters, digits and '_', starting with a letter "+
 			"and not ending with '_' (the metrics are <prefix>_<name>)", n.MetricPrefix)
 	}
-	return n, errors.Join(errs...)
 }
 
 func allMatch(re *regexp.Regexp, ss []string) bool {
