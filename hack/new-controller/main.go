@@ -132,8 +132,12 @@ func findTemplate(root string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := os.Stat(filepath.Join(root, "hack", "update-codegen.sh")); err != nil {
-		return "", "", fmt.Errorf("%s (module %s) is not this template: no hack/update-codegen.sh", root, module)
+	// A copy has the generators but not the template's API: renaming it
+	// again would rename nothing.
+	for _, p := range []string{"hack/update-codegen.sh", "pkg/apis/" + oldGroupPackage + "/" + oldVersion + "/types.go"} {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+			return "", "", fmt.Errorf("%s (module %s) is not this template: it has no %s", root, module, p)
+		}
 	}
 	return root, module, nil
 }

@@ -164,3 +164,27 @@ func TestTargetMissingIsUsage(t *testing.T) {
 		t.Errorf("usage does not list -kind: %s", stderr.String())
 	}
 }
+
+func TestTemplateThatIsACopyIsRefused(t *testing.T) {
+	copyRoot := t.TempDir()
+	for rel, text := range map[string]string{
+		"go.mod":                 "module example.com/policy-operator\n",
+		"hack/update-codegen.sh": "#!/bin/sh\n",
+	} {
+		p := filepath.Join(copyRoot, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := t.TempDir()
+	err := run([]string{"-template=" + copyRoot, "-module=example.com/other", "-group=others.example.com",
+		"-kind=Other", "-verify=false", filepath.Join(parent, "other")}, &bytes.Buffer{}, &bytes.Buffer{})
+	want := "(module example.com/policy-operator) is not this template: it has no pkg/apis/samplecontroller/v1alpha1/types.go"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("run on a copy: %v; want an error containing %q", err, want)
+	}
+	assertOnly(t, parent, filepath.Join(parent, "other"), "")
+}
