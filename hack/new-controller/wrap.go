@@ -31,8 +31,9 @@ import (
 const maxLineLength = 120
 
 // wrapLongLines breaks the lines of a Go source that are longer than
-// maxLineLength: a comment between words, a line of code after a comma
-// (inside parentheses, brackets or braces, where Go takes a line break),
+// maxLineLength: a comment between words, a line of code after a comma, an
+// opening bracket or a dot (where Go takes a line break and inserts no
+// semicolon),
 // then formats the source again. A line it cannot break (one long string,
 // a kubebuilder marker, which controller-gen reads as one line) stays.
 func wrapLongLines(src []byte) ([]byte, error) {
@@ -55,7 +56,7 @@ func wrapLongLines(src []byte) ([]byte, error) {
 		if trimmed := strings.TrimLeft(line, "\t "); strings.HasPrefix(trimmed, "// ") {
 			broken = wrapComment(line, line[:len(line)-len(trimmed)])
 		} else {
-			broken = breakAtComma(src, at, line)
+			broken = breakCode(src, at, line)
 		}
 		if broken == "" {
 			unbreakable[at] = true
@@ -90,10 +91,26 @@ func wrapComment(line, indent string) string {
 	return line[:cut] + "\n" + indent + "// " + strings.TrimLeft(line[cut:], " ")
 }
 
-// breakAtComma breaks line (the line at index at of src) after its last
-// comma token that keeps the first part within the limit; "" if there is
-// none. Commas in strings and comments are not tokens.
-func breakAtComma(src []byte, at int, line string) string {
+// breakRank is how good a place to break a line after a token is: after a
+// comma best, an opening bracket next, a selector's dot last; 0 where Go
+// would end the statement (automatic semicolons) or where it reads badly.
+func breakRank(tok token.Token) int {
+	switch tok {
+	case token.COMMA:
+		return 3
+	case token.LPAREN, token.LBRACE, token.LBRACK:
+		return 2
+	case token.PERIOD:
+		return 1
+	}
+	return 0
+}
+
+// breakCode breaks line (the line at index at of src) after its last
+// comma token that keeps the first part within the limit, else after its
+// last opening bracket, else its last dot; "" if there is none. Commas in
+// strings and comments are not tokens.
+func breakCode(src []byte, at int, line string) string {
 	lineStart := 0
 	for range at {
 		lineStart += bytes.IndexByte(src[lineStart:], '\n') + 1
@@ -102,7 +119,7 @@ func breakAtComma(src []byte, at int, line string) string {
 	file := fset.AddFile("", fset.Base(), len(src))
 	var s scanner.Scanner
 	s.Init(file, src, nil, 0)
-	best := -1
+	best, bestRank := -1, 0
 	for {
 		pos, tok, _ := s.Scan()
 		if tok == token.EOF {
@@ -112,9 +129,10 @@ func breakAtComma(src []byte, at int, line string) string {
 		if offset >= len(line) {
 			break
 		}
-		if tok == token.COMMA && offset >= 0 && utf8.RuneCountInString(line[:offset+1]) <= maxLineLength &&
+		rank := breakRank(tok)
+		if rank >= bestRank && rank > 0 && offset >= 0 && utf8.RuneCountInString(line[:offset+1]) <= maxLineLength &&
 			strings.TrimSpace(line[offset+1:]) != "" {
-			best = offset
+			best, bestRank = offset, rank
 		}
 	}
 	if best < 0 {

@@ -26,13 +26,16 @@ func TestLongLinesAreBrokenWhereGoAllowsIt(t *testing.T) {
 	src := "package p\n\n" +
 		"// " + strings.Repeat("word ", 30) + "end\n" +
 		"func f(a" + long + " int, b" + long + " int) {}\n\n" +
-		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n"
+		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n" +
+		"var m = map[string]string{\"" + long + "\": \"" + long + "\"}\n"
 	want := "package p\n\n" +
 		"// " + strings.Repeat("word ", 22) + "word\n" + // 117 characters
 		"// " + strings.Repeat("word ", 7) + "end\n" +
 		"func f(a" + long + " int,\n" +
 		"\tb" + long + " int) {\n}\n\n" +
-		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n"
+		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n" +
+		"var m = map[string]string{\n" +
+		"\t\"" + long + "\": \"" + long + "\"}\n"
 	got, err := wrapLongLines([]byte(src))
 	if err != nil {
 		t.Fatal(err)
