@@ -33,8 +33,7 @@ const maxLineLength = 120
 // wrapLongLines breaks the lines of a Go source that are longer than
 // maxLineLength: a comment between words, a line of code after a comma, an
 // opening bracket or a dot (where Go takes a line break and inserts no
-// semicolon),
-// then formats the source again. A line it cannot break (one long string,
+// semicolon), then formats the source again. A line it cannot break (one long string,
 // a kubebuilder marker, which controller-gen reads as one line) stays.
 func wrapLongLines(src []byte) ([]byte, error) {
 	unbreakable := map[int]bool{}
