@@ -63,6 +63,11 @@ func generate(root, oldModule string, n names, dir string, stdout, stderr io.Wri
 	if err := command(stage, stdout, stderr, "hack/update-codegen.sh"); err != nil {
 		return fail(fmt.Errorf("generating the copy's code: %w", err))
 	}
+	// Build output is no part of the copy: update-codegen.sh leaves
+	// controller-gen in _output/bin, where the copy's own tools go.
+	if err := os.RemoveAll(filepath.Join(stage, "_output")); err != nil {
+		return fail(err)
+	}
 	left, err := findLeftovers(stage)
 	if err != nil {
 		return fail(err)
@@ -76,6 +81,10 @@ func generate(root, oldModule string, n names, dir string, stdout, stderr io.Wri
 	}
 	// An empty dir (checkTarget allowed it) makes way for the copy.
 	if err := os.Remove(abs); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	// os.MkdirTemp made the scratch directory for its owner alone.
+	if err := os.Chmod(stage, 0o755); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(stage, abs); err != nil {
