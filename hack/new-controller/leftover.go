@@ -28,6 +28,8 @@ import (
 // leftoverPatterns find the template's names in the copy. They are written
 // independently of the rewriter's rules, so that a spelling the rules miss
 // is found, not missed twice.
+const kindForm = "kind"
+
 var leftoverPatterns = []struct {
 	what string
 	re   *regexp.Regexp
@@ -35,9 +37,9 @@ var leftoverPatterns = []struct {
 	{"module path", regexp.MustCompile(`kube-samples`)},
 	{"API group, its package, metric prefix or name", regexp.MustCompile(`(?i)sample[-_ ]?controller`)},
 	{"API client alias", regexp.MustCompile(`\bsample(v1alpha1|scheme|clientset|Client|InformerFactory|Factory)\b`)},
-	{"kind", regexp.MustCompile(`Foos?([^a-z0-9]|$)`)},
-	{"kind", regexp.MustCompile(`(^|[^A-Za-z])foos?([^a-z]|$)`)},
-	{"kind", regexp.MustCompile(`(^|[^A-Z])FOOS?([^A-Za-z]|$)`)},
+	{kindForm, regexp.MustCompile(`Foos?([^a-z0-9]|$)`)},
+	{kindForm, regexp.MustCompile(`(^|[^A-Za-z])foos?([^a-z]|$)`)},
+	{kindForm, regexp.MustCompile(`(^|[^A-Z])FOOS?([^A-Za-z]|$)`)},
 	{"short name", regexp.MustCompile("(^|[\\s=\\[(\"'`,])fo([\\s,\\])\"'`]|$)")},
 }
 

@@ -58,7 +58,7 @@ func TestPlantedLeftoversAreFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := make([]string, 0, len(found))
 	for _, l := range found {
 		got = append(got, l.String())
 	}

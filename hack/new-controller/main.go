@@ -55,7 +55,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("new-controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.Module, "module", "", "the new controller's Go module path (required), e.g. example.com/policy-operator")
+	fs.StringVar(&o.Module, "module", "", "the new controller's Go module path (required), "+
+		"e.g. example.com/policy-operator")
 	fs.StringVar(&o.Group, "group", "", "its API group (required), a DNS subdomain with a dot, e.g. policies.example.com")
 	fs.StringVar(&o.Kind, "kind", "", "its kind (required), UpperCamelCase, e.g. Policy")
 	fs.StringVar(&o.Version, "version", oldVersion, "its API version")
@@ -167,7 +168,8 @@ func printNextSteps(w io.Writer, dir string, n names) {
 Next:
   cd %[2]s
   git init && git add -A && git commit -m "%[1]s from sample-controller"
-  make run     # a local control plane, the CRD and the controller; then kubectl create -f artifacts/examples/example-%[9]s.yaml
+  make run     # a local control plane, the CRD and the controller; then, in another terminal,
+               # kubectl create -f artifacts/examples/example-%[9]s.yaml
   make test    # everything CI runs
 What a %[4]s asks for is in pkg/apis/%[10]s/%[7]s/types.go (then make generate); how the controller maps it onto a
 Deployment is in pkg/contract/deployment.go. README.md and docs/ are rewritten for the new names.

@@ -99,7 +99,7 @@ func TestBadInputIsRefusedAndNothingWritten(t *testing.T) {
 			for k, v := range tc.with {
 				flags[k] = v
 			}
-			var args []string
+			args := make([]string, 0, len(flags)+3)
 			for k, v := range flags {
 				args = append(args, k+"="+v)
 			}

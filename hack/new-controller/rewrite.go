@@ -169,7 +169,8 @@ func groupRules(oldModule string, n names) []rule {
 		}
 	}
 	const keepCopyright = "Copyright The Sample Controller Authors"
-	rules := []rule{
+	rules := make([]rule, 0, 32)
+	rules = append(rules, []rule{
 		// The copy derives from this work: its notices stay (Apache-2.0, 4(c)).
 		{keepCopyright, always(keepCopyright)},
 		{oldModule, func(_, next byte) (string, bool) { return n.Module, !isAlnum(next) && next != '-' && next != '_' }},
@@ -193,7 +194,7 @@ func groupRules(oldModule string, n names) []rule {
 		{strings.ToUpper(snake(oldName)), word(strings.ToUpper(snake(n.Name)))},
 		{oldNamePascal, camel(pascal(n.Name))},
 		{title(oldName), word(title(n.Name))},
-	}
+	}...)
 	// The template's own aliases and variables for its API's clients
 	// (samplev1alpha1, samplescheme, sampleClient, ...) take the group's
 	// package name.

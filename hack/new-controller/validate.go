@@ -99,10 +99,10 @@ func derive(o options, oldModule string) (names, error) {
 type complaint func(format string, args ...any)
 
 func checkModule(mod, oldModule string, bad complaint) {
-	switch {
-	case mod == "":
+	switch mod {
+	case "":
 		bad("-module is required (e.g. -module example.com/policy-operator)")
-	case mod == oldModule:
+	case oldModule:
 		bad("-module %q is the template's own module path; give the new controller's", mod)
 	default:
 		if err := module.CheckPath(mod); err != nil {
