@@ -1,0 +1,46 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLongLinesAreBrokenWhereGoAllowsIt(t *testing.T) {
+	long := strings.Repeat("x", 60)
+	src := "package p\n\n" +
+		"// " + strings.Repeat("word ", 30) + "end\n" +
+		"func f(a" + long + " int, b" + long + " int) {}\n\n" +
+		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n" +
+		"var m = map[string]string{\"" + long + "\": \"" + long + "\"}\n"
+	want := "package p\n\n" +
+		"// " + strings.Repeat("word ", 22) + "word\n" + // 117 characters
+		"// " + strings.Repeat("word ", 7) + "end\n" +
+		"func f(a" + long + " int,\n" +
+		"\tb" + long + " int) {\n}\n\n" +
+		"var s = \"" + strings.Repeat("a, b, ", 25) + "\"\n" +
+		"var m = map[string]string{\n" +
+		"\t\"" + long + "\": \"" + long + "\"}\n"
+	got, err := wrapLongLines([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("wrapped:\n%s\nwant:\n%s", got, want)
+	}
+}
