@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -92,7 +93,10 @@ func TestForegroundDeletionDeletesTheDeploymentOnce(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return queueDepth(samples) == 0, fmt.Errorf("queue depth %v", queueDepth(samples))
+		if depth := queueDepth(samples); depth != 0 {
+			return false, fmt.Errorf("queue depth %v", depth)
+		}
+		return true, nil
 	})
 	if d, err := getDeployment(context.Background(), ns, "held"); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment held while its Foo is being deleted: %v (error %v), want none", d, err)
@@ -120,7 +124,8 @@ func TestForegroundDeletionDeletesTheDeploymentOnce(t *testing.T) {
 type deploymentEvents struct {
 	mu       sync.Mutex
 	counts   map[watch.EventType]int
-	brokeOff bool // the watch ended before the test did
+	brokeOff bool           // the watch ended before the test did
+	failure  runtime.Object // the first error event's
 }
 
 func (e *deploymentEvents) count(typ watch.EventType) int {
@@ -148,6 +153,10 @@ func watchDeployment(t *testing.T, ns, name string) *deploymentEvents {
 		for event := range w.ResultChan() {
 			events.mu.Lock()
 			events.counts[event.Type]++
+			// client-go ends a watch canceled by the test with an error event.
+			if event.Type == watch.Error && events.failure == nil && ctx.Err() == nil {
+				events.failure = event.Object
+			}
 			events.mu.Unlock()
 		}
 		events.mu.Lock()
@@ -157,8 +166,9 @@ func watchDeployment(t *testing.T, ns, name string) *deploymentEvents {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		if events.brokeOff || events.count(watch.Error) > 0 {
-			t.Errorf("the watch of Deployment %s/%s failed: creations may have been missed", ns, name)
+		if events.brokeOff || events.failure != nil {
+			t.Errorf("the watch of Deployment %s/%s ended early (%v) or failed (%v): creations may have been missed",
+				ns, name, events.brokeOff, events.failure)
 		}
 	})
 	return events
