@@ -248,6 +248,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // only what differs: a Foo already right costs no API call. What needs the
 // user to act (an invalid spec, a taken name, a refused write) is a
 // *contract.Problem, reported on the Foo and, if retrying can help, retried.
+// A Foo being deleted is left to the garbage collector: no write at all.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "foo", objectRef)
 	ctx = klog.NewContext(ctx, logger)
@@ -262,6 +263,15 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 	if c.deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
+		return nil
+	}
+	if foo.DeletionTimestamp != nil {
+		// The garbage collector deletes what the Foo owns, finalizers hold it
+		// for others' clean-up: a Deployment created or repaired now is one the
+		// collector deleted, or one that outlives its collection. No status
+		// either, as the DaemonSet controller writes none for a DaemonSet being
+		// deleted: it would describe a teardown, a write per Deployment event.
+		logger.V(4).Info("Foo being deleted, leaving it to the garbage collector")
 		return nil
 	}
 
@@ -297,6 +307,8 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 
 // onFooUpdate queues fresh a new generation, and the echo of a status write
 // a sync gave up waiting for (pkg/expectations); resyncs and echoes, not.
+// The start of a deletion is a new generation: the API server increments a
+// custom resource's generation when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
 	c.enqueueFoo(newFoo, c.statusWrites.CacheCaughtUp(newFoo) || oldFoo.Generation != newFoo.Generation)

@@ -259,7 +259,18 @@ func canonicalNamespace(ns string) string {
 //   - the whole spec (deploymentName and replicas);
 //   - the whole status: a sync compares it with the status it computes and
 //     writes when they differ, so a field left out would be rewritten on
-//     every sync.
+//     every sync;
+//   - deletionTimestamp: a Foo being deleted is left to the garbage
+//     collector; and the finalizers, what holds it meanwhile (the first
+//     thing a fork with clean-up of its own reads). Both cost nothing on
+//     a Foo without them.
+//
+// Labels and annotations are not kept: nothing reads them, and they are
+// most of what a Foo applied with kubectl carries. Of such a Foo with two
+// labels the cache keeps 696 bytes (its store and index add 421); keeping
+// its labels too, 1,104; keeping its annotations as well (kubectl's
+// last-applied-configuration), 1,776 (BenchmarkCachedBytesPerLabelledFoo). Code that selects Foos by a
+// label adds Labels here, and pays the 408 bytes.
 //
 // TypeMeta is not kept: events about a Foo name it by kind and apiVersion,
 // which reference.GetReference looks up in the scheme when the object does
@@ -269,11 +280,13 @@ func canonicalNamespace(ns string) string {
 func trimFoo(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 	*foo = samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            foo.Name,
-			Namespace:       foo.Namespace,
-			UID:             foo.UID,
-			ResourceVersion: foo.ResourceVersion,
-			Generation:      foo.Generation,
+			Name:              foo.Name,
+			Namespace:         foo.Namespace,
+			UID:               foo.UID,
+			ResourceVersion:   foo.ResourceVersion,
+			Generation:        foo.Generation,
+			DeletionTimestamp: foo.DeletionTimestamp,
+			Finalizers:        foo.Finalizers,
 		},
 		Spec:   foo.Spec,
 		Status: foo.Status,

@@ -62,7 +62,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), DeploymentIndexers())
+	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), DeploymentIndexers(), TrimForCache)
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {
@@ -76,16 +76,52 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers())
+	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers(), TrimForCache)
+}
+
+// BenchmarkCachedBytesPerLabelledFoo prices the labels and annotations
+// trimFoo drops, on Foos applied with kubectl and two labels: trimmed as the
+// cache keeps them, then trimmed but keeping their labels, then keeping
+// their labels and annotations.
+func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
+	codec := samplescheme.Codecs.LegacyCodec(samplev1alpha1.SchemeGroupVersion)
+	encoded := make([][]byte, cachedObjects)
+	for i := range encoded {
+		data, err := runtime.Encode(codec, appliedLabelledFoo(b, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		encoded[i] = data
+	}
+	keeping := func(annotations bool) func(interface{}) (interface{}, error) {
+		return func(obj interface{}) (interface{}, error) {
+			foo := obj.(*samplev1alpha1.Foo)
+			labels, notes := foo.Labels, foo.Annotations
+			trimmed, err := TrimForCache(foo)
+			trimmed.(*samplev1alpha1.Foo).Labels = labels
+			if annotations {
+				trimmed.(*samplev1alpha1.Foo).Annotations = notes
+			}
+			return trimmed, err
+		}
+	}
+	for name, transform := range map[string]func(interface{}) (interface{}, error){
+		"trimmed": TrimForCache, "keeping labels": keeping(false), "keeping labels and annotations": keeping(true),
+	} {
+		b.Run(name, func(b *testing.B) {
+			reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers(), transform)
+		})
+	}
 }
 
 // reportCachedBytes decodes every encoded object and runs it through
-// TrimForCache, b.N times, and reports the live heap kept per object: what
+// transform (TrimForCache but to price a field), b.N times, and reports the live heap kept per object: what
 // the transform returns, and whatever of the decoded object it still holds
 // (live-B/object); then what holding those objects in an informer's store
 // with the controller's indexes adds (store+index-B/object): its key, its
 // map entry, and client-go's set per index value.
-func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder, indexers cache.Indexers) {
+func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder, indexers cache.Indexers,
+	transform func(interface{}) (interface{}, error)) {
 	var perObject, perEntry float64
 	for range b.N {
 		kept := make([]interface{}, len(encoded))
@@ -95,7 +131,7 @@ func reportCachedBytes(b *testing.B, encoded [][]byte, decoder runtime.Decoder, 
 			if err != nil {
 				b.Fatal(err)
 			}
-			if kept[i], err = TrimForCache(obj); err != nil {
+			if kept[i], err = transform(obj); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -186,4 +222,18 @@ func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{".":{},"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)},
 	}
 	return testfixtures.WithSyncedStatus(tb, foo, servedDeployment(tb, i))
+}
+
+// appliedLabelledFoo is servedFoo(i) created by "kubectl apply" of a
+// manifest with two labels: the labels, and the manifest in kubectl's
+// last-applied-configuration annotation.
+func appliedLabelledFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
+	tb.Helper()
+	foo := servedFoo(tb, i)
+	foo.Labels = map[string]string{"app.kubernetes.io/name": "shop", "app.kubernetes.io/part-of": "checkout"}
+	foo.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": fmt.Sprintf(
+		`{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"annotations":{},`+
+			`"labels":{"app.kubernetes.io/name":"shop","app.kubernetes.io/part-of":"checkout"},"name":%q,"namespace":"default"},`+
+			`"spec":{"deploymentName":%q,"replicas":1}}`+"\n", foo.Name, foo.Spec.DeploymentName)}
+	return foo
 }

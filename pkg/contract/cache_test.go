@@ -18,6 +18,7 @@ package contract
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,17 @@ func completeFoo(t *testing.T) *samplev1alpha1.Foo {
 	}
 	testfixtures.WithSyncedStatus(t, foo, completeDeployment(t, foo))
 	foo.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC))
+	return foo
+}
+
+// beingDeleted is foo as the API server serves it once a client deleted it
+// with foreground propagation: a deletion timestamp and grace period, the
+// garbage collector's finalizer after the others. (The API server also
+// increments the generation; the cases that compare statuses do it.)
+func beingDeleted(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
+	foo.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 6, 0, 0, time.UTC)))
+	foo.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	foo.Finalizers = append(foo.Finalizers, metav1.FinalizerDeleteDependents)
 	return foo
 }
 
@@ -370,6 +382,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 		"renamed":          {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "renamed" }, false},
 		"long name":        {func(f *samplev1alpha1.Foo) { f.Name = strings.Repeat("a", 100) }, true},
 		"no status yet":    {func(f *samplev1alpha1.Foo) { f.Status = samplev1alpha1.FooStatus{} }, true},
+		"being deleted":    {func(f *samplev1alpha1.Foo) { beingDeleted(f); f.Generation++ }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
@@ -414,6 +427,10 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			}
 			if got, want := cache.MetaObjectToName(trimmed), cache.MetaObjectToName(foo); got != want {
 				t.Errorf("cache key %v, want %v", got, want)
+			}
+			if !reflect.DeepEqual(trimmed.DeletionTimestamp, foo.DeletionTimestamp) || !slices.Equal(trimmed.Finalizers, foo.Finalizers) {
+				t.Errorf("deletion timestamp %v and finalizers %q, the complete Foo's %v and %q",
+					trimmed.DeletionTimestamp, trimmed.Finalizers, foo.DeletionTimestamp, foo.Finalizers)
 			}
 		})
 	}
@@ -530,16 +547,19 @@ func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
 }
 
 // The cache keeps of a Foo exactly the fields the controller reads: no
-// TypeMeta, labels, annotations, managedFields, finalizers, timestamps.
+// TypeMeta, labels, annotations, managedFields, creation timestamp or grace
+// period; of a Foo being deleted, its deletion timestamp and finalizers.
 func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
-	foo := completeFoo(t)
+	foo := beingDeleted(completeFoo(t))
 	want := &samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            "test",
-			Namespace:       metav1.NamespaceDefault,
-			UID:             "uid-test",
-			ResourceVersion: "42",
-			Generation:      3,
+			Name:              "test",
+			Namespace:         metav1.NamespaceDefault,
+			UID:               "uid-test",
+			ResourceVersion:   "42",
+			Generation:        3,
+			DeletionTimestamp: ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 6, 0, 0, time.UTC))),
+			Finalizers:        []string{"example.com/audit", metav1.FinalizerDeleteDependents},
 		},
 		Spec: samplev1alpha1.FooSpec{DeploymentName: "test-deployment", Replicas: ptr.To[int32](3)},
 		Status: samplev1alpha1.FooStatus{
@@ -589,8 +609,9 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 		})
 	}
 	for name, foo := range map[string]*samplev1alpha1.Foo{
-		"Foo":       foo,
-		"empty Foo": {},
+		"Foo":               foo,
+		"Foo being deleted": beingDeleted(completeFoo(t)),
+		"empty Foo":         {},
 	} {
 		t.Run(name, func(t *testing.T) {
 			once := trimmedFoo(t, foo)
