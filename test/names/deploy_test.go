@@ -187,11 +187,13 @@ func TestDeployBindingsGrantTheirRoleToTheControllersServiceAccount(t *testing.T
 func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 	var role rbacv1.ClusterRole
 	decode(t, "clusterrole.yaml", &role)
-	foos := samplev1alpha1.FooResource
+	// Not named for the plural: a copy's plural can be its group's package
+	// name (policies), which the name would hide.
+	resource := samplev1alpha1.FooResource
 	want := map[string][]string{
-		foos:                 {"list", "watch"},
-		foos + "/status":     {"patch"},
-		foos + "/finalizers": {"update"},
+		resource:                 {"list", "watch"},
+		resource + "/status":     {"patch"},
+		resource + "/finalizers": {"update"},
 	}
 	got := map[string][]string{}
 	for _, rule := range role.Rules {
