@@ -65,17 +65,18 @@ import (
 // configurations are generated from, the API server's own.
 var deploymentSchema = sync.OnceValues(func() (*typed.TypedValue, error) {
 	converter := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	return converter.ObjectToTyped(&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}})
+	return converter.ObjectToTyped(&appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}})
 })
 
-// asDeployment types a value as a Deployment. Values are not validated: they
-// come from a Go struct of the very type, or from the controller's own JSON.
+// asDeployment types a value as a Deployment, checking it against the
+// schema: a value of another shape is an error, not a silent mismatch.
 func asDeployment(v value.Value) (*typed.TypedValue, error) {
 	t, err := deploymentSchema()
 	if err != nil {
 		return nil, fmt.Errorf("no schema for Deployments: %w", err)
 	}
-	return typed.AsTypedUnvalidated(v, t.Schema(), t.TypeRef()), nil
+	return typed.AsTyped(v, t.Schema(), t.TypeRef())
 }
 
 // ownedPart is the desired Deployment without its identity and ownership:
@@ -233,7 +234,7 @@ func extract(s *schema.Schema, tr schema.TypeRef, v value.Value, p1, p2 interfac
 				continue
 			}
 			childType := atom.Map.ElementType
-			if f, ok := atom.Map.FindField(k); ok {
+			if f, ok := atom.FindField(k); ok {
 				childType = f.Type
 			}
 			other, ok := m2[k]
@@ -248,7 +249,7 @@ func extract(s *schema.Schema, tr schema.TypeRef, v value.Value, p1, p2 interfac
 	case atom.List != nil:
 		l1, ok1 := p1.([]interface{})
 		l2, _ := p2.([]interface{})
-		if atom.List.ElementRelationship != schema.Associative || len(atom.List.Keys) == 0 || !ok1 || !v.IsList() {
+		if atom.List.ElementRelationship != schema.Associative || len(atom.Keys) == 0 || !ok1 || !v.IsList() {
 			return v.Unstructured(), true
 		}
 		out := []interface{}{}
@@ -260,7 +261,7 @@ func extract(s *schema.Schema, tr schema.TypeRef, v value.Value, p1, p2 interfac
 				if j < len(l2) {
 					other = l2[j]
 				}
-				if !sameKeys(atom.List.Keys, item, want, other) {
+				if !sameKeys(atom.Keys, item, want, other) {
 					continue
 				}
 				if kept, ok := extract(s, atom.List.ElementType, item, want, other); ok {
@@ -312,11 +313,11 @@ func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeploym
 		return nil, fmt.Errorf("the desired Deployment: %w", err)
 	}
 	if actual.Owned == "" {
-		return nil, fmt.Errorf("Deployment %s/%s: the cache kept none of its values", actual.Namespace, actual.Name)
+		return nil, fmt.Errorf("cached Deployment %s/%s: the cache kept none of its values", actual.Namespace, actual.Name)
 	}
 	v, err := value.FromJSON([]byte(actual.Owned))
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s/%s: its cached values: %w", actual.Namespace, actual.Name, err)
+		return nil, fmt.Errorf("cached Deployment %s/%s: its values: %w", actual.Namespace, actual.Name, err)
 	}
 	have, err := asDeployment(v)
 	if err != nil {
@@ -324,7 +325,7 @@ func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeploym
 	}
 	cmp, err := have.Compare(want)
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s/%s: %w", actual.Namespace, actual.Name, err)
+		return nil, fmt.Errorf("cached Deployment %s/%s: %w", actual.Namespace, actual.Name, err)
 	}
 	// What the cache holds at a field this Foo does not set (cmp.Removed:
 	// a field the mapping sets for other Foos only) is no drift.
