@@ -17,6 +17,7 @@ limitations under the License.
 package names
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -51,4 +52,16 @@ func TestRunScriptNamesTheClusterAndCRD(t *testing.T) {
 func TestCodegenScriptNamesTheCRDFileControllerGenWrites(t *testing.T) {
 	expectEveryMatch(t, "hack/update-codegen.sh", `(?m)^CRD_FILE="\$\{CRD_OUT\}/([^"]+)"$`,
 		samplecontroller.GroupName+"_"+samplev1alpha1.FooResource+".yaml", "the file controller-gen writes")
+}
+
+// Each Kubernetes minor's tools are a module nested in this one, named
+// <module>/hack/tools/k8s-<minor>: hack/pin-kubernetes.sh writes that module
+// line when it pins a minor, so it must name this module as go.mod does.
+func TestPinScriptNamesTheToolModulesUnderThisModule(t *testing.T) {
+	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindStringSubmatch(read(t, "go.mod"))
+	if module == nil {
+		t.Fatal("go.mod: no module line")
+	}
+	expectEveryMatch(t, "hack/pin-kubernetes.sh", `echo "module (\S+)/hack/tools/k8s-\$\{MINOR\}"`, module[1],
+		"the module a pinned minor's tools are nested in")
 }
