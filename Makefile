@@ -18,7 +18,7 @@ KUBECTL ?= kubectl
 # make uninstall ignore-not-found=true: no error when nothing is installed.
 ignore-not-found ?= false
 
-.PHONY: all help build test unit fuzz verify lint e2e e2e-minors tools-minors generate run bench soak tools install uninstall deploy undeploy clean
+.PHONY: all help build test unit fuzz verify lint e2e e2e-minors tools-minors control-planes generate run bench soak tools install uninstall deploy undeploy clean
 
 ## all: the default: build.
 all: build
@@ -34,14 +34,26 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-# The older minors' control planes build (at a lower priority) while the
-# end-to-end suite runs on the newest: on a fresh machine they are most of
-# the time, and the suite waits on the control plane more than it computes.
-# The copy's checks (TEMPLATE_CHECKS: make new-controller-check) run beside
-# the older minors' contracts, which leave about half the CPU idle.
-test: verify unit fuzz monitoring
-	$(MAKE) -j2 e2e tools-minors
+# On a fresh machine make test is bound by the CPU, and the three control
+# planes' builds are a third of it. They start at once, newest first, at
+# the lowest priority (control-planes), and take what the checks and the
+# suites leave idle: module downloads, links, a suite waiting on its
+# control plane. The checks and the suite on the newest minor run one after
+# another beside them; then the older minors' contracts, and beside them the
+# copy's checks (TEMPLATE_CHECKS: make new-controller-check), which use the
+# CPU the contracts leave.
+test:
+	$(MAKE) -j2 checks-then-e2e control-planes
 	$(MAKE) -j2 e2e-minors $(TEMPLATE_CHECKS)
+
+# make test's first part, one after another.
+.PHONY: checks-then-e2e
+checks-then-e2e:
+	$(MAKE) verify
+	$(MAKE) unit
+	$(MAKE) fuzz
+	$(MAKE) monitoring
+	$(MAKE) e2e
 
 ## unit: fast loop: unit tests with the race detector.
 unit:
@@ -53,11 +65,10 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/contract/
 
 ## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline).
+# Vetted by the linter: its govet runs every analyzer go vet does, and more.
 verify: lint
 	hack/verify-codegen.sh
 	hack/verify-vulnerabilities.sh
-	go vet ./...
-	go vet -tags e2e,bench ./test/...
 
 ## lint: golangci-lint with .golangci.yml (its formatters check gofmt and goimports), every build tag included.
 GOLANGCI_LINT := _output/bin/golangci-lint
@@ -86,10 +97,12 @@ E2E_MINORS_SKIP := ^(TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestP
 OLDER_MINORS := $(wordlist 2,$(words $(K8S_MINORS)),$(K8S_MINORS))
 
 ## tools-minors: build the control planes of the older supported minors (make tools builds the newest).
-# One at a time, at a lower priority: make test runs it beside the suite
-# on the newest minor.
 tools-minors:
-	for minor in $(OLDER_MINORS); do K8S_MINOR=$$minor nice -n 10 hack/build-tools.sh; done
+	for minor in $(OLDER_MINORS); do K8S_MINOR=$$minor hack/build-tools.sh; done
+
+## control-planes: build every supported minor's control plane, newest first, one at a time, at the lowest priority (make test runs it beside everything else).
+control-planes:
+	for minor in $(K8S_MINORS); do K8S_MINOR=$$minor nice -n 19 hack/build-tools.sh; done
 
 ## e2e-minors: the end-to-end contract (every e2e test but E2E_MINORS_SKIP) on each older supported minor, side by side; each line starts with its minor.
 # Side by side because a contract run leaves about half of two cores idle
@@ -176,7 +189,7 @@ undeploy:
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k artifacts/deploy
 
 # new-controller:template-only:begin (hack/new-controller leaves this out of the copies it makes)
-## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, build, vet, lint, unit tests, the README walkthrough on a local control plane.
+## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, build, lint (vet included), unit tests, the README walkthrough on a local control plane.
 # The plural is irregular (policies) on purpose. The copy's _output/bin is
 # this one's, so the linter and control plane are built once. The copy's
 # govulncheck is left out: its module graph is this one's, which make verify
@@ -196,8 +209,6 @@ new-controller-check: tools $(GOLANGCI_LINT)
 	cd $(NEW_CONTROLLER_DIR); \
 	phase hack/verify-codegen.sh; \
 	phase go build ./...; \
-	phase go vet ./...; \
-	phase go vet -tags e2e,bench ./test/...; \
 	phase _output/bin/golangci-lint run ./...; \
 	phase go test -count=1 ./...; \
 	phase go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/
