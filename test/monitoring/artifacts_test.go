@@ -98,8 +98,8 @@ func TestKustomizationDecodesStrictlyIntoOperatorTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := o.Data["sample-controller.json"]; got != string(want) {
-				t.Errorf("ConfigMap %s: sample-controller.json is not %s", o.Name, DashboardFile)
+			if got := o.Data[filepath.Base(DashboardFile)]; got != string(want) {
+				t.Errorf("ConfigMap %s: %s is not %s", o.Name, filepath.Base(DashboardFile), DashboardFile)
 			}
 		}
 	}
