@@ -25,6 +25,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -69,16 +70,29 @@ type Controller struct {
 
 	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
-	// What the controller remembers until the cache shows it, per Foo.
-	statusWrites expectations.StatusWrites
-	deleted      expectations.DeletedFoos
-	prunedStatus prunedstatus.Memory
+	memory fooMemory // what the controller remembers of each Foo beyond its cache
 
 	recorder record.EventRecorder // events, but in tests
 	events   *eventrecorder.Recorder
 
 	namespace string     // the one namespace the informers watch; "" for all
 	fence     writeFence // if set, holds workers back while the Lease is overdue
+}
+
+// fooMemory is what the controller remembers of each Foo beyond its cache,
+// each part the production lesson of its package. All of it is keyed by the
+// Foo's UID and forgotten at once when the cache shows the Foo deleted: a
+// part added here and not to forget leaks an entry per deleted Foo.
+type fooMemory struct {
+	statusWrites expectations.StatusWrites // its status write the cache has not shown
+	deleted      expectations.DeletedFoos  // the API server said it is gone
+	prunedStatus prunedstatus.Memory       // the status an outdated CRD pruned
+}
+
+func (m *fooMemory) forget(uid types.UID) {
+	m.statusWrites.Forget(uid)
+	m.deleted.Forget(uid)
+	m.prunedStatus.Forget(uid)
 }
 
 // Config is what a Controller needs besides its clients and informers.
@@ -170,7 +184,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if wasStandby {
 		foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
-		if err := takeover.RememberFoosDeletedWhileStandby(ctx, c.foosLister, foos, &c.deleted); err != nil {
+		if err := takeover.RememberFoosDeletedWhileStandby(ctx, c.foosLister, foos, &c.memory.deleted); err != nil {
 			// Not fatal: a Foo deleted meanwhile costs one create.
 			utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
 		}
@@ -261,7 +275,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	if c.deleted.Has(foo.UID) {
+	if c.memory.deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
 		return nil
 	}
@@ -311,15 +325,13 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 // custom resource's generation when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
-	c.enqueueFoo(newFoo, c.statusWrites.CacheCaughtUp(newFoo) || oldFoo.Generation != newFoo.Generation)
+	c.enqueueFoo(newFoo, c.memory.statusWrites.CacheCaughtUp(newFoo) || oldFoo.Generation != newFoo.Generation)
 }
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
 func (c *Controller) onFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
-		c.statusWrites.Forget(object.GetUID())
-		c.prunedStatus.Forget(object.GetUID())
-		c.deleted.Forget(object.GetUID())
+		c.memory.forget(object.GetUID())
 	}
 }
 

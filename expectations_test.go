@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
@@ -103,7 +104,7 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	f.build()
 	stored := foo.DeepCopy()
 	stored.ResourceVersion = "2"
-	f.controller.statusWrites.Wrote(foo, stored)
+	f.controller.memory.statusWrites.Wrote(foo, stored)
 
 	f.controller.onFooUpdate(foo, stored)
 	q := f.controller.workqueue
@@ -144,7 +145,45 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 
 	// Once the cache shows the deletion, the memory is dropped.
 	f.controller.onFooDelete(foo)
-	if f.controller.deleted.Has(foo.UID) {
+	if f.controller.memory.deleted.Has(foo.UID) {
 		t.Error("the deleted Foo is still remembered after its delete event")
+	}
+}
+
+// Every part of what the controller remembers of a Foo goes with the Foo's
+// delete event, a tombstone's included: nothing is kept per deleted Foo.
+func TestDeletedFooIsForgottenWhole(t *testing.T) {
+	for _, deleteEvent := range []struct {
+		name string
+		obj  func(foo *samplev1alpha1.Foo) interface{}
+	}{
+		{"the Foo", func(foo *samplev1alpha1.Foo) interface{} { return foo }},
+		{"a tombstone", func(foo *samplev1alpha1.Foo) interface{} {
+			return cache.DeletedFinalStateUnknown{Key: "default/test", Obj: foo}
+		}},
+	} {
+		t.Run(deleteEvent.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.build()
+			c := f.controller
+			foo := testfixtures.NewFoo("test", 1)
+			foo.ResourceVersion = "1"
+			stored := foo.DeepCopy()
+			stored.ResourceVersion = "2"
+			c.memory.statusWrites.Wrote(foo, stored)
+			c.memory.deleted.Add(foo.UID)
+			c.memory.prunedStatus.Remember(foo.UID, foo.Status)
+
+			c.onFooDelete(deleteEvent.obj(foo))
+			if c.memory.statusWrites.CacheIsBehind(foo) {
+				t.Error("its status write is still expected")
+			}
+			if c.memory.deleted.Has(foo.UID) {
+				t.Error("it is still remembered as deleted")
+			}
+			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status) {
+				t.Error("its pruned status is still remembered")
+			}
+		})
 	}
 }

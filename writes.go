@@ -179,10 +179,10 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 // Foo's resourceVersion (contract.StatusPatch), a stale status is refused 409, not written over a newer one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
 	status samplev1alpha1.FooStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(foo.Status, status) || c.prunedStatus.SameAsPruned(foo.UID, status) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status) {
 		return false, nil
 	}
-	if c.statusWrites.CacheIsBehind(foo) {
+	if c.memory.statusWrites.CacheIsBehind(foo) {
 		// Computed from the Foo our last status write replaced: it would be refused 409; its event queues the Foo.
 		return false, expectations.ErrCacheBehindOwnWrite
 	}
@@ -194,16 +194,16 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
-		c.deleted.Add(foo.UID)
+		c.memory.deleted.Add(foo.UID)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	c.statusWrites.Wrote(foo, updated)
+	c.memory.statusWrites.Wrote(foo, updated)
 	if pruned := contract.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
-		c.prunedStatus.Forget(foo.UID)
-	} else if c.prunedStatus.Remember(foo.UID, status) {
+		c.memory.prunedStatus.Forget(foo.UID)
+	} else if c.memory.prunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.
 		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server",
 			"fields", pruned, "crd", samplev1alpha1.FooCRDName)
