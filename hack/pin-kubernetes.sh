@@ -53,4 +53,7 @@ mkdir -p "${DIR}"
 } >"${DIR}/go.mod"
 rm -f "${DIR}/go.sum"
 go -C "${DIR}" mod tidy
+
+# Its compiles shared with the controller's, when it is the controller's minor.
+"${ROOT}/hack/share-tool-compiles.sh"
 echo "pinned Kubernetes ${MINOR} at ${VERSION} in ${DIR#"${ROOT}"/}" >&2
