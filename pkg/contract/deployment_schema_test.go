@@ -17,7 +17,13 @@ limitations under the License.
 package contract
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +35,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"go.yaml.in/yaml/v2"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -240,4 +248,137 @@ func hasPath(set *fieldpath.Set, name string) bool {
 		found = found || p.String() == name
 	})
 	return found
+}
+
+// The price of the schema Deployments are typed with, parsed once per
+// process on the first Deployment: client-go's schema of every built-in type
+// ("full", what applyconfigurations.NewTypeConverter parses on its first
+// use) and the Deployment's part of it that hack/deployment-schema generates
+// ("subset", what deploymentSchema parses). They report; they assert
+// nothing. Run:
+//
+//	go test -run '^$' -bench DeploymentSchema -benchmem -count 3 ./pkg/contract
+//
+// docs/performance.md has the figures.
+
+// BenchmarkDeploymentSchemaParse is the time and allocations of one parse,
+// with the named-type index the first lookup builds. client-go's own text of
+// the full schema is internal to it, so "full" parses its types as
+// hack/deployment-schema writes them, the same encoder for both; it reports
+// the YAML's size as yaml-bytes.
+func BenchmarkDeploymentSchemaParse(b *testing.B) {
+	fullYAML, err := yaml.Marshal(clientGoDeploymentType(b).Schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, text string }{
+		{"full", string(fullYAML)},
+		{"subset", deploymentSchemaYAML},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				parser, err := typed.NewParser(typed.YAMLObject(bc.text))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !parser.Type(deploymentTypeName).IsValid() {
+					b.Fatalf("no type %s", deploymentTypeName)
+				}
+			}
+			b.ReportMetric(float64(len(bc.text)), "yaml-bytes")
+		})
+	}
+}
+
+// schemaChildEnv names the schema a child process of
+// BenchmarkDeploymentSchemaParsePeakRSS parses.
+const schemaChildEnv = "CONTRACT_SCHEMA_RSS_CHILD"
+
+// BenchmarkDeploymentSchemaParsePeakRSS is what one parse costs a fresh
+// process in memory: each iteration runs this test binary again, which
+// parses one schema as the controller would (client-go's through
+// applyconfigurations.NewTypeConverter, or deploymentSchema) and reports its
+// peak RSS (VmHWM) before and after, and the heap still in use after a
+// collection, which is what the parse keeps. ns/op is the child process's
+// whole run; B/op and allocs/op are the parent's.
+func BenchmarkDeploymentSchemaParsePeakRSS(b *testing.B) {
+	if which := os.Getenv(schemaChildEnv); which != "" {
+		parseInChild(b, which)
+		return
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("no /proc/self/status to read VmHWM from")
+	}
+	for _, which := range []string{"full", "subset"} {
+		b.Run(which, func(b *testing.B) {
+			var before, after, kept float64
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkDeploymentSchemaParsePeakRSS$",
+					"-test.benchtime=1x", "-test.count=1")
+				cmd.Env = append(os.Environ(), schemaChildEnv+"="+which)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					b.Fatalf("child process: %v\n%s", err, out)
+				}
+				var hwmBefore, hwmAfter, heapKept float64
+				i := bytes.Index(out, []byte("schema-rss:"))
+				if i < 0 {
+					b.Fatalf("child process reported nothing:\n%s", out)
+				}
+				if _, err := fmt.Sscanf(string(out[i:]), "schema-rss: %g %g %g", &hwmBefore, &hwmAfter, &heapKept); err != nil {
+					b.Fatalf("child process's report: %v\n%s", err, out)
+				}
+				before, after, kept = before+hwmBefore, after+hwmAfter, kept+heapKept
+			}
+			n := float64(b.N)
+			b.ReportMetric(before/n/1024, "VmHWM-before-MiB")
+			b.ReportMetric(after/n/1024, "VmHWM-after-MiB")
+			b.ReportMetric((after-before)/n/1024, "VmHWM-growth-MiB")
+			b.ReportMetric(kept/n/1024, "heap-kept-KiB")
+		})
+	}
+}
+
+// parseInChild parses one schema and prints "schema-rss: " and VmHWM before
+// and after, in KiB, and the heap the parse keeps, in bytes.
+func parseInChild(b *testing.B, which string) {
+	heap := func() uint64 {
+		goruntime.GC()
+		var m goruntime.MemStats
+		goruntime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	heapBefore, hwmBefore := heap(), vmHWM(b)
+	var kept typed.ParseableType
+	switch which {
+	case "full":
+		kept = clientGoDeploymentType(b)
+	case "subset":
+		kept = generatedDeploymentType(b)
+	default:
+		b.Fatalf("%s=%q: full or subset", schemaChildEnv, which)
+	}
+	hwmAfter, heapAfter := vmHWM(b), heap()
+	goruntime.KeepAlive(kept)
+	fmt.Printf("schema-rss: %d %d %d\n", hwmBefore, hwmAfter, int64(heapAfter)-int64(heapBefore))
+}
+
+// vmHWM is this process's peak resident set size so far, in KiB.
+func vmHWM(tb testing.TB) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return kib
+		}
+	}
+	tb.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }
