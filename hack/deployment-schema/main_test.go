@@ -81,7 +81,7 @@ func TestReachableKeepsEveryTypeTheRootRefersToSorted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := make([]string, 0, len(subset.Types))
 	for _, td := range subset.Types {
 		got = append(got, td.Name)
 	}

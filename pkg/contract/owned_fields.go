@@ -341,7 +341,9 @@ func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeploym
 }
 
 // driftOf is Drift with the Deployment's type t.
-func driftOf(t typed.ParseableType, desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment) ([]string, error) {
+func driftOf(
+	t typed.ParseableType, desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment,
+) ([]string, error) {
 	want, err := ownedPart(t, desired)
 	if err != nil {
 		return nil, fmt.Errorf("the desired Deployment: %w", err)
