@@ -23,11 +23,8 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/applyconfigurations"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -54,34 +51,47 @@ import (
 // What it costs: the owned values are kept as their JSON, and walking a
 // Deployment with the schema takes tens of microseconds per watch event and
 // per Drift where hand-written fields took a few (see cache.go for the
-// memory, docs/performance.md for both).
+// memory, docs/performance.md for both). The schema is parsed once per
+// process, and only the Deployment's part of it (deploymentSchema).
 //
 // Identity and ownership are left out: the name and namespace are the cache
 // key, and the owner reference is checked before any comparison (a
 // Deployment the Foo does not control is never repaired) and is keyed by the
 // Foo's UID, which no Foo-independent set of fields can name.
 
+// deploymentTypeName is the apps/v1 Deployment's type in the schema.
+const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
+
 // deploymentSchema is the Deployment's type in the schema client-go's apply
-// configurations are generated from, the API server's own.
-var deploymentSchema = sync.OnceValues(func() (*typed.TypedValue, error) {
-	converter := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	return converter.ObjectToTyped(&appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}})
+// configurations are generated from, the API server's own; but only the
+// Deployment's part of that schema, its type and every type it refers to
+// (deploymentSchemaYAML), which hack/deployment-schema cuts out of client-go's
+// schema of every built-in type. Parsing all of that, as
+// applyconfigurations.NewTypeConverter does, cost the controller some 13 MiB
+// of peak RSS and a quarter of a second at start for types it never reads
+// (docs/performance.md); TestSubsetSchemaTypesDeploymentsAsClientGoDoes
+// holds the part to typing Deployments as the whole does.
+var deploymentSchema = sync.OnceValues(func() (typed.ParseableType, error) {
+	parser, err := typed.NewParser(typed.YAMLObject(deploymentSchemaYAML))
+	if err != nil {
+		return typed.ParseableType{}, fmt.Errorf("no schema for Deployments: %w", err)
+	}
+	t := parser.Type(deploymentTypeName)
+	if !t.IsValid() {
+		return typed.ParseableType{}, fmt.Errorf("no schema for Deployments: no type %s", deploymentTypeName)
+	}
+	return t, nil
 })
 
-// asDeployment types a value as a Deployment, checking it against the
-// schema: a value of another shape is an error, not a silent mismatch.
-func asDeployment(v value.Value) (*typed.TypedValue, error) {
-	t, err := deploymentSchema()
-	if err != nil {
-		return nil, fmt.Errorf("no schema for Deployments: %w", err)
-	}
-	return typed.AsTyped(v, t.Schema(), t.TypeRef())
+// asDeployment types a value as a Deployment of schema t, checking it: a
+// value of another shape is an error, not a silent mismatch.
+func asDeployment(t typed.ParseableType, v value.Value) (*typed.TypedValue, error) {
+	return typed.AsTyped(v, t.Schema, t.TypeRef)
 }
 
-// ownedPart is the desired Deployment without its identity and ownership:
-// the values of the fields the controller owns.
-func ownedPart(desired *appsv1ac.DeploymentApplyConfiguration) (*typed.TypedValue, error) {
+// ownedPart is the desired Deployment without its identity and ownership,
+// typed by t: the values of the fields the controller owns.
+func ownedPart(t typed.ParseableType, desired *appsv1ac.DeploymentApplyConfiguration) (*typed.TypedValue, error) {
 	data, err := json.Marshal(desired)
 	if err != nil {
 		return nil, err
@@ -103,7 +113,7 @@ func ownedPart(desired *appsv1ac.DeploymentApplyConfiguration) (*typed.TypedValu
 			delete(obj, "metadata")
 		}
 	}
-	return asDeployment(value.NewValueInterface(obj))
+	return asDeployment(t, value.NewValueInterface(obj))
 }
 
 // ownedPattern is what DesiredDeployment sets for two probe Foos whose specs
@@ -116,19 +126,28 @@ func ownedPart(desired *appsv1ac.DeploymentApplyConfiguration) (*typed.TypedValu
 // list, as any could be the one a Foo asks for. Map keys (the label keys)
 // must not depend on the Foo.
 var ownedPattern = sync.OnceValues(func() ([2]interface{}, error) {
+	t, err := deploymentSchema()
+	if err != nil {
+		return [2]interface{}{}, err
+	}
+	return ownedPatternOf(t)
+})
+
+// ownedPatternOf is ownedPattern with the Deployment's type t.
+func ownedPatternOf(t typed.ParseableType) ([2]interface{}, error) {
 	var pattern [2]interface{}
 	for i := range pattern {
 		probe := &samplev1alpha1.Foo{}
 		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
 		everyFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
-		owned, err := ownedPart(DesiredDeployment(probe))
+		owned, err := ownedPart(t, DesiredDeployment(probe))
 		if err != nil {
 			return pattern, fmt.Errorf("the desired Deployment: %w", err)
 		}
 		pattern[i] = owned.AsValue().Unstructured()
 	}
 	return pattern, nil
-})
+}
 
 // everyFieldSet gives every field of v that is its zero value a value from
 // seed: pointers point to a value, numbers are seed, strings "x<seed>",
@@ -193,11 +212,17 @@ func ownedValues(d *appsv1.Deployment) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return ownedValuesOf(t, pattern, d)
+}
+
+// ownedValuesOf is ownedValues with the Deployment's type t and the owned
+// fields' pattern found with it (ownedPatternOf).
+func ownedValuesOf(t typed.ParseableType, pattern [2]interface{}, d *appsv1.Deployment) (string, error) {
 	v, err := value.NewValueReflect(d)
 	if err != nil {
 		return "", err
 	}
-	kept, _ := extract(t.Schema(), t.TypeRef(), v, pattern[0], pattern[1])
+	kept, _ := extract(t.Schema, t.TypeRef, v, pattern[0], pattern[1])
 	if kept == nil {
 		kept = map[string]interface{}{}
 	}
@@ -308,7 +333,18 @@ func sameKeys(keys []string, item value.Value, want, other interface{}) bool {
 // `.spec.template.spec.containers[name="nginx"].image`), in order. A field
 // whose parent is listed is not listed again.
 func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment) ([]string, error) {
-	want, err := ownedPart(desired)
+	t, err := deploymentSchema()
+	if err != nil {
+		return nil, err
+	}
+	return driftOf(t, desired, actual)
+}
+
+// driftOf is Drift with the Deployment's type t.
+func driftOf(
+	t typed.ParseableType, desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeployment,
+) ([]string, error) {
+	want, err := ownedPart(t, desired)
 	if err != nil {
 		return nil, fmt.Errorf("the desired Deployment: %w", err)
 	}
@@ -319,7 +355,7 @@ func Drift(desired *appsv1ac.DeploymentApplyConfiguration, actual *CachedDeploym
 	if err != nil {
 		return nil, fmt.Errorf("cached Deployment %s/%s: its values: %w", actual.Namespace, actual.Name, err)
 	}
-	have, err := asDeployment(v)
+	have, err := asDeployment(t, v)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func TestExtractFindsListElementsByKey(t *testing.T) {
 		"a key no container has": {containers("web"), containers("web"), `{"spec":{"template":{"spec":{"containers":[]}}}}`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			schema, err := deploymentSchema()
+			deployment, err := deploymentSchema()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestExtractFindsListElementsByKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			kept, _ := extract(schema.Schema(), schema.TypeRef(), v, tc.p1, tc.p2)
+			kept, _ := extract(deployment.Schema, deployment.TypeRef, v, tc.p1, tc.p2)
 			if kept == nil {
 				kept = map[string]interface{}{}
 			}
