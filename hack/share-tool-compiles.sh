@@ -12,9 +12,11 @@
 # A package is compiled once for all only if everything below it is the same
 # version in each module: one differing golang.org/x/sys compiles nearly all
 # of them again, silently. A shared module the controller selects a newer
-# version of is raised in the tool module (the tools then build with it, as
-# a patch release of their dependency); one a tool needs newer than the
-# controller is printed, for the controller's go.mod to be raised.
+# version of is raised in the tool module, so the tools build with that
+# newer release (when this was written: etcd 3.6.8 -> 3.7.0, kwok against
+# client-go v0.37.2 instead of v0.36.1, both run by the e2e suites); one a
+# tool needs newer than the controller is printed, for the controller's
+# go.mod to be raised.
 # hack/pin-kubernetes.sh runs it; run it after moving a pin of hack/tools or
 # go.mod. test/modules fails until the modules agree.
 set -o errexit -o nounset -o pipefail
