@@ -55,5 +55,5 @@ rm -f "${DIR}/go.sum"
 go -C "${DIR}" mod tidy
 
 # Its compiles shared with the controller's, when it is the controller's minor.
-"${ROOT}/hack/share-tool-compiles.sh"
+(cd "${ROOT}" && go run ./hack/share-tool-compiles)
 echo "pinned Kubernetes ${MINOR} at ${VERSION} in ${DIR#"${ROOT}"/}" >&2
