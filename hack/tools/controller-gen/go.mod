@@ -1,9 +1,10 @@
 // This module pins controller-gen, which hack/update-codegen.sh runs to
-// generate the Foo CRD from the Go types. It is kept apart from hack/tools:
-// there, controller-tools' requirements would raise dependencies of the
-// control plane (structured-merge-diff, kube-openapi, go-openapi, x/net...)
-// above the versions Kubernetes pins, so the e2e tests would no longer run on
-// the Kubernetes release hack/tools names.
+// generate the Foo CRD from the Go types. Kept apart from the controller's
+// go.mod, so that the product does not depend on controller-tools; the
+// modules it builds with the controller (the API types, apimachinery,
+// apiextensions-apiserver's types, golang.org/x) are at the versions the
+// controller and its control plane select (go run ./hack/share-tool-compiles),
+// so that each of their packages compiles once.
 module github.com/kube-samples/sample-controller/hack/tools/controller-gen
 
 go 1.26.0

@@ -2,8 +2,9 @@
 // module golang.org/x/vulndb carries the database's reports (data/osv) and
 // the command that indexes them (cmd/indexdb) into the layout govulncheck
 // -db file://... reads (hack/verify-vulnerabilities.sh). Kept apart from the
-// controller's go.mod: its dependencies move neither the controller's pins
-// nor the control plane's.
+// controller's go.mod, so that the product does not depend on it; the
+// modules it shares with the controller and the control plane (golang.org/x,
+// grpc, OpenTelemetry) are at one version (go run ./hack/share-tool-compiles).
 module github.com/kube-samples/sample-controller/hack/tools/govulncheck
 
 go 1.26.0

@@ -1,7 +1,10 @@
 // This module pins Prometheus and promtool, which the monitoring checks
-// (make monitoring, the e2e suite's TestMonitoring*) run. It is kept apart
-// from hack/tools/go.mod so Prometheus's dependencies cannot move the
-// Kubernetes component pins there, nor the controller's go.mod.
+// (make monitoring, the e2e suite's TestMonitoring*) run. Kept apart from
+// the controller's go.mod, so that the product does not depend on
+// Prometheus. It builds client-go, the API types, grpc and OpenTelemetry as
+// the control plane does: go run ./hack/share-tool-compiles gives the
+// controller, its control plane and this module one version of each (the
+// newest any asks for), so that each of their packages compiles once.
 module github.com/kube-samples/sample-controller/hack/tools/prometheus
 
 go 1.26.7
