@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command share-tool-compiles makes the controller's module and the tool
-// modules make test builds (sharedWith, and the control plane of the
+// modules make test builds (tools, and the control plane of the
 // controller's own minor) select one version of every module two of them
 // require: the newest any of them requires. Run from the module root:
 //

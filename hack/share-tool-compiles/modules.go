@@ -28,10 +28,10 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// The modules whose builds share compiles, relative to the controller's
+// The tool modules whose builds share compiles with the controller's
+// (".": the controller, its unit and end-to-end tests), relative to its
 // module root, beside the control plane of the controller's own minor
 // (members adds it). What each builds in make test, and why it is here:
-//   - ".": the controller, its unit and end-to-end tests;
 //   - hack/tools: etcd, kwok and kwokctl, which build client-go and the API
 //     types as the controller does;
 //   - hack/tools/prometheus: Prometheus and promtool, whose build compiles
@@ -43,10 +43,9 @@ import (
 //
 // Left out: hack/tools/golangci-lint, whose linters share about 2 of their
 // 24 MB of source with the rest, while their hundreds of modules would
-// raise the controller's; and the older minors' control planes, built of
-// their own release of every Kubernetes module.
-var sharedWith = []string{
-	".",
+// raise the controller's; and the older minors' control planes, whose
+// contract is run on the release as it ships, every module at its version.
+var tools = []string{
 	"hack/tools",
 	"hack/tools/prometheus",
 	"hack/tools/controller-gen",
@@ -87,7 +86,7 @@ func members(root string) ([]member, error) {
 		return nil, err
 	}
 	group := []member{controller}
-	for _, dir := range append([]string{controlPlane}, sharedWith[1:]...) {
+	for _, dir := range append([]string{controlPlane}, tools...) {
 		m, err := read(root, dir)
 		if err != nil {
 			return nil, err
