@@ -30,7 +30,7 @@ func TestMakeTestsModulesSelectOneVersionOfEveryModuleTheyShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotDirs := []string{}
+	gotDirs := make([]string, 0, len(group))
 	for _, m := range group {
 		gotDirs = append(gotDirs, m.dir)
 	}
