@@ -17,6 +17,8 @@ limitations under the License.
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -114,5 +116,46 @@ func TestControlPlaneIsTheMinorOfTheControllersClientGo(t *testing.T) {
 		if got, err := controlPlaneDir(member{requires: map[string]string{"k8s.io/client-go": clientGo}}); err == nil {
 			t.Errorf("client-go %q: %q, want an error", clientGo, got)
 		}
+	}
+}
+
+// What a member builds is what its replace directives select: a release of
+// the same module replaces the version required; a fork or a directory
+// shares nothing by version, and is left out.
+func TestMembersBuildWhatTheirReplaceDirectivesSelect(t *testing.T) {
+	root := t.TempDir()
+	goMod := `module example.com/tools
+
+go 1.26.0
+
+require (
+	k8s.io/cri-client v0.36.1
+	k8s.io/cri-api v0.37.2
+	example.com/forked v1.0.0
+	example.com/local v1.0.0
+	example.com/other-version v1.0.0
+)
+
+replace (
+	k8s.io/cri-client => k8s.io/cri-client v0.37.2
+	example.com/forked => example.com/fork v1.2.0
+	example.com/local => ../local
+	example.com/other-version v0.9.0 => example.com/other-version v1.5.0
+)
+`
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte(goMod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := read(root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"k8s.io/cri-client":         "v0.37.2",
+		"k8s.io/cri-api":            "v0.37.2",
+		"example.com/other-version": "v1.0.0",
+	}
+	if !reflect.DeepEqual(m.requires, want) {
+		t.Errorf("requires %v, want %v", m.requires, want)
 	}
 }
