@@ -86,12 +86,14 @@ type Controller struct {
 type fooMemory struct {
 	statusWrites expectations.StatusWrites // its status write the cache has not shown
 	deleted      expectations.DeletedFoos  // the API server said it is gone
+	outdated     expectations.OutdatedFoos // a takeover found it changed
 	prunedStatus prunedstatus.Memory       // the status an outdated CRD pruned
 }
 
 func (m *fooMemory) forget(uid types.UID) {
 	m.statusWrites.Forget(uid)
 	m.deleted.Forget(uid)
+	m.outdated.Forget(uid)
 	m.prunedStatus.Forget(uid)
 }
 
@@ -184,8 +186,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if wasStandby {
 		foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
-		if err := takeover.RememberFoosDeletedWhileStandby(ctx, c.foosLister, foos, &c.memory.deleted); err != nil {
-			// Not fatal: a Foo deleted meanwhile costs one create.
+		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosLister, foos, &c.memory.deleted, &c.memory.outdated)
+		if err != nil {
+			// Not fatal: a Foo deleted meanwhile costs one create, one
+			// changed meanwhile a write undone when the watch catches up.
 			utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
 		}
 	}
@@ -242,8 +246,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
 	metrics.ObserveSync(err, time.Since(start))
-	if err == nil || errors.Is(err, expectations.ErrCacheBehindOwnWrite) {
-		// Behind our own status write: its watch event queues the Foo.
+	if err == nil || errors.Is(err, expectations.ErrCacheBehind) {
+		// The cache behind the API server: the watch event queues the Foo.
 		c.workqueue.Forget(objRef)
 		return true
 	}
@@ -278,6 +282,10 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if c.memory.deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
 		return nil
+	}
+	if c.memory.outdated.CacheIsBehind(foo) {
+		logger.V(4).Info("Foo changed before this replica took over, the cache has not shown it yet")
+		return expectations.ErrCacheOutdated
 	}
 	if foo.DeletionTimestamp != nil {
 		// The garbage collector deletes what the Foo owns, finalizers hold it
@@ -319,13 +327,17 @@ func (c *Controller) enqueueFoo(obj interface{}, fresh bool) {
 // A change queues its Foo; the initial lists and resyncs go to the backlog.
 func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj, !initial) }
 
-// onFooUpdate queues fresh a new generation, and the echo of a status write
-// a sync gave up waiting for (pkg/expectations); resyncs and echoes, not.
-// The start of a deletion is a new generation: the API server increments a
-// custom resource's generation when it sets metadata.deletionTimestamp.
+// onFooUpdate queues fresh a new generation, the echo of a status write a
+// sync gave up waiting for, and a Foo a takeover found outdated in the cache
+// (pkg/expectations); resyncs and echoes, not. The start of a deletion is a
+// new generation: the API server increments a custom resource's generation
+// when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
-	c.enqueueFoo(newFoo, c.memory.statusWrites.CacheCaughtUp(newFoo) || oldFoo.Generation != newFoo.Generation)
+	// Both memories are told: each drops what the cache has caught up with.
+	echoAwaited := c.memory.statusWrites.CacheCaughtUp(newFoo)
+	outdated := c.memory.outdated.CacheCaughtUp(newFoo)
+	c.enqueueFoo(newFoo, echoAwaited || outdated || oldFoo.Generation != newFoo.Generation)
 }
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.

@@ -113,6 +113,83 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	}
 }
 
+// A replica that takes over with a cache behind the API server (pkg/takeover)
+// does not act on the Foos its cache holds in an outdated version: the
+// user scaled this one from 1 to 3 while the cache lagged, and the old leader
+// scaled its Deployment. A sync on the outdated Foo would scale the
+// Deployment back to 1. It writes nothing and is not retried with backoff;
+// the watch event that brings the current Foo queues it again.
+func TestSyncOnFooOutdatedAtTakeoverWritesNothingUntilTheCacheShowsTheCurrentFoo(t *testing.T) {
+	f := newFixture(t)
+	cached := testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion = "1"
+	current := testfixtures.NewFoo("test", 3)
+	current.ResourceVersion = "2"
+	current.Generation = 2
+	f.foos = append(f.foos, cached)
+	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, current))
+	f.build()
+	f.controller.memory.outdated.Add(cached)
+
+	_, ctx := ktesting.NewTestContext(t)
+	q := f.controller.workqueue
+	key := cache.MetaObjectToName(cached)
+	if err := f.sync(cached); !errors.Is(err, expectations.ErrCacheOutdated) {
+		t.Fatalf("sync on an outdated Foo: error %v, want expectations.ErrCacheOutdated", err)
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+	before := reconcileCount(t, "deferred")
+	q.Add(key)
+	f.controller.processNextWorkItem(ctx)
+	f.expectKubeWrites()
+	f.expectFooWrites()
+	if n := q.NumRequeues(key); n != 0 {
+		t.Errorf("retries with backoff: %d, want 0", n)
+	}
+	if got := reconcileCount(t, "deferred") - before; got != 1 {
+		t.Errorf("syncs counted as deferred: %v, want 1", got)
+	}
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 0 || backlog != 0 {
+		t.Fatalf("queued while the cache is outdated: %d fresh, %d backlog; want none", fresh, backlog)
+	}
+
+	// The watch catches up: the Foo is queued, and its sync leaves the
+	// Deployment at the 3 replicas the Foo asks for.
+	f.addToCache(f.controller.foosIndexer, current.DeepCopy())
+	f.controller.onFooUpdate(cached, current)
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 1 || backlog != 0 {
+		t.Fatalf("queued by the current Foo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)
+	}
+	f.client.ClearActions()
+	f.kubeclient.ClearActions()
+	f.controller.processNextWorkItem(ctx)
+	f.expectKubeWrites()
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+}
+
+// A Foo outdated at takeover whose newer version changed only its status (the
+// old leader's last status write) is queued ahead of the backlog once the
+// cache shows it: its sync gave up on the outdated version, and no new
+// generation would queue it.
+func TestFooOutdatedAtTakeoverIsQueuedFreshWhenTheCacheCatchesUp(t *testing.T) {
+	f := newFixture(t)
+	cached := testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion = "1"
+	f.foos = append(f.foos, cached)
+	f.build()
+	f.controller.memory.outdated.Add(cached)
+	statusWritten := cached.DeepCopy()
+	statusWritten.ResourceVersion = "2"
+	statusWritten.Status.AvailableReplicas = 1
+
+	f.controller.onFooUpdate(cached, statusWritten)
+	q := f.controller.workqueue
+	if fresh, backlog := q.Len(), q.BacklogLen(); fresh != 1 || backlog != 0 {
+		t.Fatalf("queued by the current Foo: %d fresh, %d backlog; want 1 fresh", fresh, backlog)
+	}
+}
+
 // A Foo the user deleted while the cache still holds it (a cache lagging
 // after an API server outage, in a replica that then takes over) gets at
 // most one Deployment create, which the garbage collector undoes; its status
@@ -172,6 +249,7 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			stored.ResourceVersion = "2"
 			c.memory.statusWrites.Wrote(foo, stored)
 			c.memory.deleted.Add(foo.UID)
+			c.memory.outdated.Add(foo)
 			c.memory.prunedStatus.Remember(foo.UID, foo.Status)
 
 			c.onFooDelete(deleteEvent.obj(foo))
@@ -180,6 +258,9 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			}
 			if c.memory.deleted.Has(foo.UID) {
 				t.Error("it is still remembered as deleted")
+			}
+			if c.memory.outdated.CacheIsBehind(foo) {
+				t.Error("it is still remembered as outdated")
 			}
 			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status) {
 				t.Error("its pruned status is still remembered")

@@ -14,10 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package expectations is what the controller remembers of its own writes
-// until its cache shows them: the status write the Foo cache has not
-// delivered yet (StatusWrites), and the Foos a write found deleted while the
-// cache still holds them (DeletedFoos).
+// Package expectations is what the controller knows that its Foo cache does
+// not show yet: the status write the cache has not delivered (StatusWrites),
+// the Foos a write or a takeover found deleted while the cache still holds
+// them (DeletedFoos), and the Foos a takeover found changed on the API
+// server that the cache holds as they were (OutdatedFoos).
 //
 // Why upstream's way is not enough: upstream trusts its cache. At scale the
 // cache lags the controller's own writes, and a sync on a Foo whose status
@@ -29,6 +30,7 @@ package expectations
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -66,11 +68,19 @@ type statusWriteExpectation struct {
 	syncWaiting bool
 }
 
+// ErrCacheBehind is returned, wrapped, by a sync that found the cache
+// holding a Foo the API server has replaced. It is counted apart, as
+// "deferred", and not retried: the watch event that brings the newer Foo
+// queues it again.
+var ErrCacheBehind = errors.New("the Foo cache is behind the API server")
+
 // ErrCacheBehindOwnWrite is returned by a sync that found the cache still
-// holding the Foo its last status write replaced. It is counted apart, as
-// "deferred", and not retried: the watch event bringing that write queues
-// the Foo again.
-var ErrCacheBehindOwnWrite = errors.New("the cache has not seen the controller's last status write yet")
+// holding the Foo its last status write replaced.
+var ErrCacheBehindOwnWrite = fmt.Errorf("%w: it has not shown the controller's last status write yet", ErrCacheBehind)
+
+// ErrCacheOutdated is returned by a sync that found the cache still holding
+// a Foo as it was before the API server's list of a takeover (OutdatedFoos).
+var ErrCacheOutdated = fmt.Errorf("%w: it holds the Foo as it was before this replica took over", ErrCacheBehind)
 
 // Wrote records a successful status write of cached, which the API server
 // stored as stored.
@@ -169,4 +179,65 @@ func (d *DeletedFoos) Forget(uid types.UID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.uids, uid)
+}
+
+// OutdatedFoos remember, per Foo, the resourceVersion a replica's cache held
+// when it took over that the API server had already replaced, until the
+// cache shows a newer one.
+//
+// Why: a standby's cache can lag the API server by seconds, most after an
+// outage, when the informers re-list and re-watch with backoff. Taking over
+// with it, a replica would bring Deployments back to what their Foos asked
+// for seconds ago. Found by the chaos test under load: a new leader set a
+// Deployment to 1 replica 6 s after it took over, though its Foo had asked
+// for 3 for the 28 s before; the watch event that corrected it came later.
+//
+// Its zero value is ready to use.
+type OutdatedFoos struct {
+	mu sync.Mutex
+	// byUID holds the outdated resourceVersion of each Foo.
+	byUID map[types.UID]string
+}
+
+// Add remembers that cached is older than the Foo the API server holds.
+func (o *OutdatedFoos) Add(cached *samplev1alpha1.Foo) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byUID == nil {
+		o.byUID = map[types.UID]string{}
+	}
+	o.byUID[cached.UID] = cached.ResourceVersion
+}
+
+// CacheIsBehind reports whether cached is the outdated version of its Foo.
+// Once the cache has moved on, the outdated version is dropped.
+func (o *OutdatedFoos) CacheIsBehind(cached *samplev1alpha1.Foo) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	version, ok := o.byUID[cached.UID]
+	if ok && version != cached.ResourceVersion {
+		delete(o.byUID, cached.UID)
+	}
+	return ok && version == cached.ResourceVersion
+}
+
+// CacheCaughtUp is told of every Foo the cache receives. Once the cache has
+// moved past the outdated version, it drops it and reports true: the Foo
+// waited, and is due a sync.
+func (o *OutdatedFoos) CacheCaughtUp(cached *samplev1alpha1.Foo) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	version, ok := o.byUID[cached.UID]
+	if !ok || version == cached.ResourceVersion {
+		return false
+	}
+	delete(o.byUID, cached.UID)
+	return true
+}
+
+// Forget drops a Foo the cache has shown deleted.
+func (o *OutdatedFoos) Forget(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byUID, uid)
 }

@@ -74,3 +74,53 @@ func TestDeletedFooIsRememberedUntilForgotten(t *testing.T) {
 		t.Error("a forgotten Foo is still remembered")
 	}
 }
+
+// A Foo a takeover found outdated in the cache stays so until the cache
+// receives another version of it; that version reports it due a sync, once.
+func TestOutdatedFooIsBehindUntilTheCacheMovesOn(t *testing.T) {
+	var o OutdatedFoos
+	cached := testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion = "1"
+	current := cached.DeepCopy()
+	current.ResourceVersion = "2"
+
+	if o.CacheIsBehind(cached) {
+		t.Fatal("an empty memory holds a Foo")
+	}
+	o.Add(cached)
+	if o.CacheCaughtUp(cached) {
+		t.Error("the cache delivering the outdated version again counts as caught up")
+	}
+	if !o.CacheIsBehind(cached) {
+		t.Fatal("the outdated version is not behind")
+	}
+	if !o.CacheCaughtUp(current) {
+		t.Error("the current version did not report the Foo due a sync")
+	}
+	if o.CacheIsBehind(cached) || o.CacheCaughtUp(current) {
+		t.Error("the outdated version outlived the cache catching up")
+	}
+}
+
+// A sync that finds the cache already moved on drops the outdated version;
+// a Foo the cache shows deleted is forgotten.
+func TestOutdatedFooIsDroppedOnceSeenNewerOrForgotten(t *testing.T) {
+	var o OutdatedFoos
+	cached := testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion = "1"
+	current := cached.DeepCopy()
+	current.ResourceVersion = "2"
+
+	o.Add(cached)
+	if o.CacheIsBehind(current) {
+		t.Error("the current version counts as behind")
+	}
+	if o.CacheIsBehind(cached) {
+		t.Error("the outdated version outlived a sync that saw the current one")
+	}
+	o.Add(cached)
+	o.Forget(cached.UID)
+	if o.CacheIsBehind(cached) {
+		t.Error("a forgotten Foo is still remembered")
+	}
+}

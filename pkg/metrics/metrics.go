@@ -107,9 +107,10 @@ func ObserveSync(err error, d time.Duration) {
 // The results of a sync, as samplecontroller_reconcile_total counts them.
 const (
 	SyncSucceeded = "success"
-	// SyncDeferred: the cache had not shown the controller's own last
-	// status write (expectations.ErrCacheBehindOwnWrite); its watch event
-	// queues the Foo.
+	// SyncDeferred: the cache held a Foo the API server had replaced: by
+	// the controller's own last status write, or before a takeover
+	// (expectations.ErrCacheBehind); the watch event that brings the newer
+	// Foo queues it.
 	SyncDeferred = "deferred"
 	// SyncConflict: a write was answered 409, the cache was behind.
 	SyncConflict = "conflict"
@@ -121,7 +122,7 @@ func SyncResult(err error) string {
 	switch {
 	case err == nil:
 		return SyncSucceeded
-	case errors.Is(err, expectations.ErrCacheBehindOwnWrite):
+	case errors.Is(err, expectations.ErrCacheBehind):
 		return SyncDeferred
 	case apierrors.IsConflict(err):
 		return SyncConflict

@@ -15,16 +15,18 @@ limitations under the License.
 */
 
 // Package takeover is what a standby does when it becomes the leader before
-// it syncs anything: it lists the Foos from the API server once and
-// remembers as deleted the Foos its cache holds that the API server no
-// longer has.
+// it syncs anything: it lists the Foos from the API server once, remembers
+// as deleted the Foos its cache holds that the API server no longer has,
+// and as outdated those the API server holds in a newer version.
 //
 // Why upstream's way is not enough: upstream has no standby, and trusts a
 // synced cache. A standby's informers may lag by seconds when it takes over:
 // after an API server outage they re-list and re-watch with backoff, and
 // their caches still count as synced from their first list. Found by the
 // chaos test: a new leader created Deployments for two Foos the user had
-// deleted 4 s before, which the garbage collector then deleted.
+// deleted 4 s before, which the garbage collector then deleted; and, under
+// load, a new leader scaled a Deployment back to what its Foo had asked for
+// 28 s before.
 package takeover
 
 import (
@@ -43,34 +45,44 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
-// RememberFoosDeletedWhileStandby adds to deleted the Foos cached lists that
-// foos, the API server, no longer has.
+// RememberFoosChangedWhileStandby compares what cached lists with foos, the
+// API server: it adds to deleted the Foos the API server no longer has, and
+// to outdated those it holds in another version than the cache.
 //
 // The list from the API server is a quorum read: the newest state. A Foo
-// that was cached before that list began and is not in it is certainly
-// gone. A Foo cached only after the list began is left alone: it may be
-// newer.
-func RememberFoosDeletedWhileStandby(
-	ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface, deleted *expectations.DeletedFoos,
+// that was cached before that list began is certainly gone if the list does
+// not have it, and certainly outdated if the list has another version of it.
+// A Foo cached only after the list began is left alone: it may be newer.
+func RememberFoosChangedWhileStandby(
+	ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface,
+	deleted *expectations.DeletedFoos, outdated *expectations.OutdatedFoos,
 ) error {
 	before, err := cached.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	present := map[types.UID]bool{}
+	listed := map[types.UID]string{} // resourceVersion by UID
 	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return foos.List(ctx, opts)
 	}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		present[obj.(*samplev1alpha1.Foo).UID] = true
+		foo := obj.(*samplev1alpha1.Foo)
+		listed[foo.UID] = foo.ResourceVersion
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	logger := klog.FromContext(ctx)
 	for _, foo := range before {
-		if !present[foo.UID] {
-			klog.FromContext(ctx).V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
+		version, present := listed[foo.UID]
+		switch {
+		case !present:
+			logger.V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
 			deleted.Add(foo.UID)
+		case version != foo.ResourceVersion:
+			logger.V(2).Info("Foo changed while this replica stood by, syncing it once the cache shows it",
+				"foo", klog.KObj(foo), "cached", foo.ResourceVersion, "current", version)
+			outdated.Add(foo)
 		}
 	}
 	return nil

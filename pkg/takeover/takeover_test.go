@@ -23,6 +23,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -32,19 +33,29 @@ import (
 )
 
 // The sequence the chaos test found: a standby's Foo cache lagged after a
-// kube-apiserver restart; the user deleted Foos; the standby took over and
-// created Deployments for them. Taking over, a standby now lists the Foos
-// from the API server and remembers as deleted those its cache held before
-// the list that the API server no longer has; a Foo that reaches the cache
-// while the list runs is not judged by it.
-func TestStandbyTakingOverSkipsFoosDeletedWhileItsCacheLagged(t *testing.T) {
+// kube-apiserver restart; the user deleted Foos, or scaled them; the standby
+// took over and created Deployments for the deleted Foos, and scaled others
+// back to what their Foos had asked for before. Taking over, a standby now
+// lists the Foos from the API server and remembers as deleted those its
+// cache held before the list that the API server no longer has, and as
+// outdated those the API server has in another version; a Foo that reaches
+// the cache while the list runs is not judged by it.
+func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	kept := testfixtures.NewFoo("kept", 1)
-	gone := testfixtures.NewFoo("gone", 1)         // deleted on the API server, still cached
+	kept.ResourceVersion = "10"
+	gone := testfixtures.NewFoo("gone", 1) // deleted on the API server, still cached
+	gone.ResourceVersion = "11"
+	scaled := testfixtures.NewFoo("scaled", 1) // scaled to 3 on the API server, cached at 1
+	scaled.ResourceVersion = "12"
+	scaledOnServer := scaled.DeepCopy()
+	scaledOnServer.Spec.Replicas = ptr.To[int32](3)
+	scaledOnServer.ResourceVersion = "20"
 	arriving := testfixtures.NewFoo("arriving", 1) // created after the list's snapshot
-	client := fake.NewSimpleClientset(kept.DeepCopy())
+	arriving.ResourceVersion = "30"
+	client := fake.NewSimpleClientset(kept.DeepCopy(), scaledOnServer)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, foo := range []*samplev1alpha1.Foo{kept, gone} {
+	for _, foo := range []*samplev1alpha1.Foo{kept, gone, scaled} {
 		if err := indexer.Add(foo.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
@@ -57,12 +68,28 @@ func TestStandbyTakingOverSkipsFoosDeletedWhileItsCacheLagged(t *testing.T) {
 	})
 
 	var deleted expectations.DeletedFoos
-	if err := RememberFoosDeletedWhileStandby(ctx, listers.NewFooLister(indexer), client.SamplecontrollerV1alpha1().Foos(""), &deleted); err != nil {
+	var outdated expectations.OutdatedFoos
+	err := RememberFoosChangedWhileStandby(ctx, listers.NewFooLister(indexer), client.SamplecontrollerV1alpha1().Foos(""), &deleted, &outdated)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for foo, wantDeleted := range map[*samplev1alpha1.Foo]bool{gone: true, kept: false, arriving: false} {
-		if got := deleted.Has(foo.UID); got != wantDeleted {
-			t.Errorf("%s remembered as deleted: %v, want %v", foo.Name, got, wantDeleted)
+	for _, tc := range []struct {
+		foo                     *samplev1alpha1.Foo
+		wantDeleted, wantBehind bool
+	}{
+		{foo: gone, wantDeleted: true},
+		{foo: scaled, wantBehind: true},
+		{foo: kept},
+		{foo: arriving},
+	} {
+		if got := deleted.Has(tc.foo.UID); got != tc.wantDeleted {
+			t.Errorf("%s remembered as deleted: %v, want %v", tc.foo.Name, got, tc.wantDeleted)
 		}
+		if got := outdated.CacheIsBehind(tc.foo); got != tc.wantBehind {
+			t.Errorf("%s at resourceVersion %s remembered as outdated: %v, want %v", tc.foo.Name, tc.foo.ResourceVersion, got, tc.wantBehind)
+		}
+	}
+	if outdated.CacheIsBehind(scaledOnServer) {
+		t.Error("the API server's version of the scaled Foo counts as outdated")
 	}
 }
