@@ -47,25 +47,27 @@ build:
 # On a fresh machine make test is bound by the CPU (README, Test it): what
 # matters is the work, and that both cores have some all along, which is
 # what the order is for. Two lanes, side by side. The first builds the
-# newest minor's control plane and Prometheus, then runs its suite (e2e).
-# The second, at nice 5 so that the suite's control plane gets the CPU when
-# it asks, runs the checks, builds the oldest minor's control plane, then
-# runs that minor's contract beside the copy's checks (TEMPLATE_CHECKS: make
-# new-controller-check), which wait on their control planes more than they
-# compute (checks-then-contract). The minors between are make e2e-minors'
-# (TEST_CONTRACT_MINORS).
+# newest minor's control plane and Prometheus, then runs its suite (e2e),
+# which waits on its control plane more than it computes. The second, at
+# nice 5 so that the suite's control plane gets the CPU when it asks, runs
+# the checks, then the unit tests beside the oldest minor's control-plane
+# build: two compiles that take whatever CPU the suite leaves, and go on
+# at two cores once it ends (one alone, a build of many packages that wait
+# on a few, left a third of a core idle). Last, that minor's contract beside
+# the copy's checks (TEMPLATE_CHECKS: make new-controller-check), which
+# wait on their control planes more than they compute (checks-then-contract).
+# The minors between are make e2e-minors' (TEST_CONTRACT_MINORS).
 test:
 	$(MAKE) -j2 e2e checks-then-contract CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
-# make test's second lane. Its last step is a make of its own with two jobs
+# make test's second lane. Its steps of two jobs are makes of their own
 # (-j2 resets the jobserver it was given), as the first lane holds one of
 # make test's two.
 .PHONY: checks-then-contract
 checks-then-contract:
 	nice -n 5 $(MAKE) verify
-	nice -n 5 $(MAKE) unit
 	nice -n 5 $(MAKE) monitoring
-	nice -n 5 $(MAKE) tools-minors
+	nice -n 5 $(MAKE) -j2 unit tools-minors
 	nice -n 5 $(MAKE) -j2 e2e-minors $(TEMPLATE_CHECKS)
 
 ## unit: fast loop: unit tests with the race detector.
