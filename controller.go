@@ -245,16 +245,16 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
-	metrics.ObserveSync(err, time.Since(start))
-	if err == nil || errors.Is(err, expectations.ErrCacheBehind) {
-		// The cache behind the API server: the watch event queues the Foo.
+	switch metrics.ObserveSync(err, time.Since(start)) {
+	case metrics.SyncSucceeded, metrics.SyncDeferred:
+		// Deferred, the cache was behind the API server: the watch event
+		// that brings the newer Foo queues it again.
 		c.workqueue.Forget(objRef)
 		return true
-	}
-	if apierrors.IsConflict(err) {
+	case metrics.SyncConflict:
 		// A stale cache, not a failure: retry once the watch caught up.
 		klog.FromContext(ctx).V(4).Info("Stale cache, retrying", "foo", objRef, "err", err)
-	} else {
+	default:
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", objRef)
 	}
 	c.workqueue.AddRateLimited(objRef)

@@ -98,10 +98,13 @@ func init() {
 }
 
 // ObserveSync records the result and duration of one sync, given the error
-// it returned.
-func ObserveSync(err error, d time.Duration) {
-	ReconcileTotal.WithLabelValues(SyncResult(err)).Inc()
+// it returned, and returns that result (SyncResult): the worker acts on the
+// outcome it counted.
+func ObserveSync(err error, d time.Duration) string {
+	result := SyncResult(err)
+	ReconcileTotal.WithLabelValues(result).Inc()
 	reconcileDuration.Observe(d.Seconds())
+	return result
 }
 
 // The results of a sync, as samplecontroller_reconcile_total counts them.
