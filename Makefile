@@ -46,29 +46,33 @@ build:
 ## test: the full suite (README's test command; .ci/run calls it).
 # On a fresh machine make test is bound by the CPU (README, Test it): what
 # matters is the work, and that both cores have some all along, which is
-# what the order is for. Two lanes, side by side. The first builds the
-# newest minor's control plane and Prometheus, then runs its suite (e2e),
-# which waits on its control plane more than it computes. The second, at
-# nice 5 so that the suite's control plane gets the CPU when it asks, runs
-# the checks, then the unit tests beside the oldest minor's control-plane
-# build: two compiles that take whatever CPU the suite leaves, and go on
-# at two cores once it ends (one alone, a build of many packages that wait
-# on a few, left a third of a core idle). Last, that minor's contract beside
-# the copy's checks (TEMPLATE_CHECKS: make new-controller-check), which
-# wait on their control planes more than they compute (checks-then-contract).
-# The minors between are make e2e-minors' (TEST_CONTRACT_MINORS).
+# what the order and the priorities are for. Two lanes, side by side. The
+# first builds the newest minor's control plane and Prometheus, then runs
+# its suite (e2e). The second, at nice 5 so that the suite's control plane
+# gets the CPU when it asks, runs the checks, then three jobs at once: the
+# oldest minor's control-plane build and then its contract, the copy's
+# checks (TEMPLATE_CHECKS: make new-controller-check), and, at nice 10, the
+# unit tests (checks-then-contract). The suites wait on their control
+# planes more than they compute; the unit tests' -race build takes whatever
+# CPU they leave. In order, without that filler, the 1.35 build ran alone
+# for 13 minutes after the 1.37 suite, and the 1.35 contract beside the
+# copy's checks for 7: both left a third of a core idle. The minors between
+# are make e2e-minors' (TEST_CONTRACT_MINORS).
 test:
 	$(MAKE) -j2 e2e checks-then-contract CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
-# make test's second lane. Its steps of two jobs are makes of their own
-# (-j2 resets the jobserver it was given), as the first lane holds one of
+# make test's second lane. Its step of three jobs is a make of its own
+# (-j3 resets the jobserver it was given), as the first lane holds one of
 # make test's two.
-.PHONY: checks-then-contract
+.PHONY: checks-then-contract unit-as-filler
 checks-then-contract:
 	nice -n 5 $(MAKE) verify
 	nice -n 5 $(MAKE) monitoring
-	nice -n 5 $(MAKE) -j2 unit tools-minors
-	nice -n 5 $(MAKE) -j2 e2e-minors $(TEMPLATE_CHECKS)
+	nice -n 5 $(MAKE) -j3 e2e-minors $(TEMPLATE_CHECKS) unit-as-filler
+
+# make unit, five steps further down in priority than the make that runs it.
+unit-as-filler:
+	nice -n 5 $(MAKE) unit
 
 ## unit: fast loop: unit tests with the race detector.
 unit:

@@ -24,15 +24,19 @@ limitations under the License.
 // Go's build cache compiles a package once for every build that asks for it
 // only if everything below it is the same version in each build: one
 // differing golang.org/x/sys compiles nearly all of them again, silently.
-// On a fresh machine that is the difference between compiling client-go
-// and the API types once and compiling them three times (README, Test it).
+// On a fresh machine that is the difference between compiling client-go,
+// the API types, grpc and OpenTelemetry once and compiling them three or
+// four times (README, Test it).
 //
 // A module is raised, never lowered (no member can select less than its
 // dependencies ask for): when this was written, etcd went from 3.6.8 to
-// 3.7.0 and kwok to client-go v0.37.2, and to the CRI modules the control
-// plane builds (k8s.io/cri-api and cri-client v0.36.1 to v0.37.2, which the
-// control plane's replace directives select). Each go get may raise more,
-// so it repeats until no module is behind.
+// 3.7.0 and kwok to client-go v0.37.2; controller-gen to the controller's
+// Kubernetes modules (v0.36.0 to v0.37.2); the controller, its control plane
+// and govulncheck to the golang.org/x, grpc and OpenTelemetry releases
+// Prometheus asks for (golang.org/x/sys v0.48.0 to v0.49.0, grpc v1.83.1 to
+// v1.84.0, OpenTelemetry v1.45.0 to v1.47.0); and Prometheus to client-go
+// v0.37.2. Each go get may raise more, so it repeats until no module is
+// behind.
 //
 // hack/pin-kubernetes.sh runs it; run it after moving any of their pins.
 // Its test fails until the modules agree.

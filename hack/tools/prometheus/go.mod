@@ -1,7 +1,10 @@
 // This module pins Prometheus and promtool, which the monitoring checks
-// (make monitoring, the e2e suite's TestMonitoring*) run. It is kept apart
-// from hack/tools/go.mod so Prometheus's dependencies cannot move the
-// Kubernetes component pins there, nor the controller's go.mod.
+// (make monitoring, the e2e suite's TestMonitoring*) run. Kept apart from
+// the controller's go.mod, so that the product does not depend on
+// Prometheus. It builds client-go, the API types, grpc and OpenTelemetry as
+// the control plane does: go run ./hack/share-tool-compiles gives the
+// controller, its control plane and this module one version of each (the
+// newest any asks for), so that each of their packages compiles once.
 module github.com/kube-samples/sample-controller/hack/tools/prometheus
 
 go 1.26.7
@@ -73,7 +76,7 @@ require (
 	github.com/felixge/fgprof v0.9.5 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/fxamacker/cbor/v2 v2.9.2 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/analysis v1.0.0 // indirect
@@ -104,7 +107,7 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
-	github.com/google/gnostic-models v0.7.0 // indirect
+	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50 // indirect
@@ -247,9 +250,9 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/ini.v1 v1.67.2 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	k8s.io/api v0.37.1 // indirect
-	k8s.io/apimachinery v0.37.1 // indirect
-	k8s.io/client-go v0.37.1 // indirect
+	k8s.io/api v0.37.2 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/klog v1.0.0 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
