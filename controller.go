@@ -82,12 +82,16 @@ type Controller struct {
 // fooMemory is what the controller remembers of each Foo beyond its cache,
 // each part the production lesson of its package. All of it is keyed by the
 // Foo's UID and forgotten at once when the cache shows the Foo deleted: a
-// part added here and not to forget leaks an entry per deleted Foo.
+// part added here and not to forget leaks an entry per deleted Foo. The
+// versions replaced by a status write and those a takeover found outdated
+// are kept apart, as they hold back different steps: an outdated Foo is not
+// synced at all, and a Foo whose status write the cache has not shown gets
+// its Deployment reconciled and no status written.
 type fooMemory struct {
-	statusWrites expectations.StatusWrites // its status write the cache has not shown
-	deleted      expectations.DeletedFoos  // the API server said it is gone
-	outdated     expectations.OutdatedFoos // a takeover found it changed
-	prunedStatus prunedstatus.Memory       // the status an outdated CRD pruned
+	statusWrites expectations.ReplacedVersions // by its status write, until the cache shows it
+	deleted      expectations.DeletedFoos      // the API server said it is gone
+	outdated     expectations.ReplacedVersions // changed while this replica stood by (pkg/takeover)
+	prunedStatus prunedstatus.Memory           // the status an outdated CRD pruned
 }
 
 func (m *fooMemory) forget(uid types.UID) {
@@ -334,7 +338,7 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 // when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
-	// Both memories are told: each drops what the cache has caught up with.
+	// Both are told: each drops the version the cache has moved past.
 	echoAwaited := c.memory.statusWrites.CacheCaughtUp(newFoo)
 	outdated := c.memory.outdated.CacheCaughtUp(newFoo)
 	c.enqueueFoo(newFoo, echoAwaited || outdated || oldFoo.Generation != newFoo.Generation)

@@ -15,10 +15,10 @@ limitations under the License.
 */
 
 // Package expectations is what the controller knows that its Foo cache does
-// not show yet: the status write the cache has not delivered (StatusWrites),
-// the Foos a write or a takeover found deleted while the cache still holds
-// them (DeletedFoos), and the Foos a takeover found changed on the API
-// server that the cache holds as they were (OutdatedFoos).
+// not show yet: the versions of Foos the API server has replaced while the
+// cache still holds them (ReplacedVersions: by the controller's own status
+// write, or found by a takeover's list), and the Foos a write or a takeover
+// found deleted (DeletedFoos).
 //
 // Why upstream's way is not enough: upstream trusts its cache. At scale the
 // cache lags the controller's own writes, and a sync on a Foo whose status
@@ -38,34 +38,48 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// StatusWrites remember, per Foo, the resourceVersion the
-// controller's last status write replaced, until the cache shows a newer Foo:
-// the expectations of kube-controller-manager's controllers, for one write.
+// ReplacedVersions remember, per Foo, a resourceVersion its cache holds that
+// the API server has replaced, until the cache shows another one: the
+// expectations of kube-controller-manager's controllers, for one version.
+// The controller learns of it before its cache does in two ways: its own
+// status write (Wrote), and the list of the API server a new leader makes
+// (ListedNewer, pkg/takeover). A sync that finds the cache behind gives up
+// at once (ErrCacheBehind) and is not retried with backoff; the watch event
+// that brings a newer version queues the Foo ahead of the backlog, if it is
+// due a sync (CacheCaughtUp).
 //
-// Why: a Deployment event can queue a Foo before the watch delivers the
-// controller's own status write of it. A sync then would compute status from
-// the Foo as it was before that write, and the write it would make is
-// refused with 409 Conflict. Instead the sync gives up at once and is noted
-// as waiting (ErrCacheBehindOwnWrite); the watch event that delivers the
-// write queues the Foo again, ahead of the backlog. Waiting for the event
-// rather than retrying with backoff matters at scale: during a cold start
-// over thousands of Foos, thousands of syncs find their echo not yet
-// delivered, and retries all together are rate limited.
+// Why, after a status write: a Deployment event can queue a Foo before the
+// watch delivers the controller's own status write of it. A sync then would
+// compute status from the Foo as it was before that write, and the write it
+// would make is refused with 409 Conflict. Waiting for the event rather than
+// retrying with backoff matters at scale: during a cold start over thousands
+// of Foos, thousands of syncs find their echo not yet delivered, and retries
+// all together are rate limited.
+//
+// Why, at a takeover: a standby's cache can lag the API server by seconds,
+// most after an outage, when the informers re-list and re-watch with
+// backoff. Taking over with it, a replica would bring Deployments back to
+// what their Foos asked for seconds ago. Found by the chaos test under load:
+// a new leader set a Deployment to 1 replica 6 s after it took over, though
+// its Foo had asked for 3 for the 28 s before; the watch event that
+// corrected it came later.
 //
 // Its zero value is ready to use.
-type StatusWrites struct {
+type ReplacedVersions struct {
 	mu sync.Mutex
-	// byUID holds the expectation of each Foo with a status write the
-	// cache has not shown yet.
-	byUID map[types.UID]statusWriteExpectation
+	// byUID holds the replaced version of each Foo the cache has not moved
+	// past yet.
+	byUID map[types.UID]replacedVersion
 }
 
-type statusWriteExpectation struct {
-	// replacedVersion is the resourceVersion of the Foo the write replaced.
-	replacedVersion string
-	// syncWaiting is set once a sync gave up on the Foo until the write
-	// shows in the cache.
-	syncWaiting bool
+type replacedVersion struct {
+	// resourceVersion is the version of the Foo the API server replaced.
+	resourceVersion string
+	// due is set once the Foo is due a sync when the cache moves on: a sync
+	// gave up on the replaced version, or the Foo changed while a standby's
+	// cache lagged, a change its user may be waiting for. The echo of a
+	// status write no sync waited for is not.
+	due bool
 }
 
 // ErrCacheBehind is returned, wrapped, by a sync that found the cache
@@ -79,61 +93,72 @@ var ErrCacheBehind = errors.New("the Foo cache is behind the API server")
 var ErrCacheBehindOwnWrite = fmt.Errorf("%w: it has not shown the controller's last status write yet", ErrCacheBehind)
 
 // ErrCacheOutdated is returned by a sync that found the cache still holding
-// a Foo as it was before the API server's list of a takeover (OutdatedFoos).
+// a Foo as it was before the API server's list of a takeover (ListedNewer).
 var ErrCacheOutdated = fmt.Errorf("%w: it holds the Foo as it was before this replica took over", ErrCacheBehind)
 
 // Wrote records a successful status write of cached, which the API server
 // stored as stored.
-func (e *StatusWrites) Wrote(cached, stored *samplev1alpha1.Foo) {
+func (r *ReplacedVersions) Wrote(cached, stored *samplev1alpha1.Foo) {
 	if stored.ResourceVersion == cached.ResourceVersion {
 		return // nothing changed on the server: no watch event will come
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.byUID == nil {
-		e.byUID = map[types.UID]statusWriteExpectation{}
-	}
-	e.byUID[cached.UID] = statusWriteExpectation{replacedVersion: cached.ResourceVersion}
+	r.remember(cached, false)
 }
 
-// CacheIsBehind reports whether cached is the version the last status write
-// replaced; if so, the caller's sync is noted as waiting for the write to
-// show. Once the cache has moved on, the expectation is dropped.
-func (e *StatusWrites) CacheIsBehind(cached *samplev1alpha1.Foo) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	exp, ok := e.byUID[cached.UID]
+// ListedNewer records that the API server holds a newer version of its Foo
+// than cached.
+func (r *ReplacedVersions) ListedNewer(cached *samplev1alpha1.Foo) {
+	r.remember(cached, true)
+}
+
+func (r *ReplacedVersions) remember(cached *samplev1alpha1.Foo, due bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byUID == nil {
+		r.byUID = map[types.UID]replacedVersion{}
+	}
+	r.byUID[cached.UID] = replacedVersion{resourceVersion: cached.ResourceVersion, due: due}
+}
+
+// CacheIsBehind reports whether cached is the version the API server
+// replaced; if so, the Foo is due a sync once the cache moves on, as the
+// caller's sync gives up. Once the cache has moved on, the version is
+// dropped.
+func (r *ReplacedVersions) CacheIsBehind(cached *samplev1alpha1.Foo) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	replaced, ok := r.byUID[cached.UID]
 	if !ok {
 		return false
 	}
-	if exp.replacedVersion != cached.ResourceVersion {
-		delete(e.byUID, cached.UID)
+	if replaced.resourceVersion != cached.ResourceVersion {
+		delete(r.byUID, cached.UID)
 		return false
 	}
-	exp.syncWaiting = true
-	e.byUID[cached.UID] = exp
+	replaced.due = true
+	r.byUID[cached.UID] = replaced
 	return true
 }
 
 // CacheCaughtUp is told of every Foo the cache receives. Once the cache has
-// moved past the version the last write replaced, it drops the expectation
-// and reports whether a sync was waiting for that.
-func (e *StatusWrites) CacheCaughtUp(cached *samplev1alpha1.Foo) (syncWaiting bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	exp, ok := e.byUID[cached.UID]
-	if !ok || exp.replacedVersion == cached.ResourceVersion {
+// moved past the replaced version, it drops it and reports whether the Foo
+// is due a sync.
+func (r *ReplacedVersions) CacheCaughtUp(cached *samplev1alpha1.Foo) (due bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	replaced, ok := r.byUID[cached.UID]
+	if !ok || replaced.resourceVersion == cached.ResourceVersion {
 		return false
 	}
-	delete(e.byUID, cached.UID)
-	return exp.syncWaiting
+	delete(r.byUID, cached.UID)
+	return replaced.due
 }
 
-// Forget drops the expectation of a deleted Foo.
-func (e *StatusWrites) Forget(uid types.UID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.byUID, uid)
+// Forget drops a Foo the cache has shown deleted.
+func (r *ReplacedVersions) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byUID, uid)
 }
 
 // DeletedFoos remembers the Foos the API server said are gone (a status
@@ -179,65 +204,4 @@ func (d *DeletedFoos) Forget(uid types.UID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.uids, uid)
-}
-
-// OutdatedFoos remember, per Foo, the resourceVersion a replica's cache held
-// when it took over that the API server had already replaced, until the
-// cache shows a newer one.
-//
-// Why: a standby's cache can lag the API server by seconds, most after an
-// outage, when the informers re-list and re-watch with backoff. Taking over
-// with it, a replica would bring Deployments back to what their Foos asked
-// for seconds ago. Found by the chaos test under load: a new leader set a
-// Deployment to 1 replica 6 s after it took over, though its Foo had asked
-// for 3 for the 28 s before; the watch event that corrected it came later.
-//
-// Its zero value is ready to use.
-type OutdatedFoos struct {
-	mu sync.Mutex
-	// byUID holds the outdated resourceVersion of each Foo.
-	byUID map[types.UID]string
-}
-
-// Add remembers that cached is older than the Foo the API server holds.
-func (o *OutdatedFoos) Add(cached *samplev1alpha1.Foo) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.byUID == nil {
-		o.byUID = map[types.UID]string{}
-	}
-	o.byUID[cached.UID] = cached.ResourceVersion
-}
-
-// CacheIsBehind reports whether cached is the outdated version of its Foo.
-// Once the cache has moved on, the outdated version is dropped.
-func (o *OutdatedFoos) CacheIsBehind(cached *samplev1alpha1.Foo) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	version, ok := o.byUID[cached.UID]
-	if ok && version != cached.ResourceVersion {
-		delete(o.byUID, cached.UID)
-	}
-	return ok && version == cached.ResourceVersion
-}
-
-// CacheCaughtUp is told of every Foo the cache receives. Once the cache has
-// moved past the outdated version, it drops it and reports true: the Foo
-// waited, and is due a sync.
-func (o *OutdatedFoos) CacheCaughtUp(cached *samplev1alpha1.Foo) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	version, ok := o.byUID[cached.UID]
-	if !ok || version == cached.ResourceVersion {
-		return false
-	}
-	delete(o.byUID, cached.UID)
-	return true
-}
-
-// Forget drops a Foo the cache has shown deleted.
-func (o *OutdatedFoos) Forget(uid types.UID) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.byUID, uid)
 }

@@ -20,43 +20,89 @@ import (
 	"testing"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
-// After a status write, the cache's copy it replaced is behind; the first
-// newer copy the cache receives drops the expectation and says whether a sync
-// gave up waiting for it.
-func TestStatusWriteIsExpectedUntilTheCacheShowsIt(t *testing.T) {
-	var e StatusWrites
-	cached := testfixtures.NewFoo("test", 1)
-	cached.ResourceVersion = "1"
-	stored := cached.DeepCopy()
-	stored.ResourceVersion = "2"
+// A replaced version is behind until the cache receives another version of
+// the Foo; that version reports the Foo due a sync, once, if a sync gave up
+// on the replaced one or a takeover's list found it: the echo of a status
+// write no sync waited for is not due.
+func TestReplacedVersionIsBehindUntilTheCacheMovesOn(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		remember       func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo)
+		dueWithoutSync bool
+	}{
+		{"by a status write", func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo) { r.Wrote(cached, newer) }, false},
+		{"by a takeover's list", func(r *ReplacedVersions, cached, _ *samplev1alpha1.Foo) { r.ListedNewer(cached) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r ReplacedVersions
+			cached, newer := twoVersions()
 
-	e.Wrote(cached, stored)
-	if e.CacheCaughtUp(cached) {
-		t.Error("the cache delivering the replaced version counts as caught up")
-	}
-	if !e.CacheIsBehind(cached) {
-		t.Fatal("the replaced version is not behind the write")
-	}
-	if !e.CacheCaughtUp(stored) {
-		t.Error("the written version did not report the sync waiting for it")
-	}
-	if e.CacheIsBehind(cached) || e.CacheCaughtUp(stored) {
-		t.Error("the expectation outlived the cache catching up")
+			tc.remember(&r, cached, newer)
+			if r.CacheCaughtUp(cached) {
+				t.Error("the cache delivering the replaced version again counts as caught up")
+			}
+			if got := r.CacheCaughtUp(newer); got != tc.dueWithoutSync {
+				t.Errorf("the newer version, no sync having given up: due %v, want %v", got, tc.dueWithoutSync)
+			}
+			if r.CacheIsBehind(cached) {
+				t.Error("the replaced version outlived the cache catching up")
+			}
+
+			tc.remember(&r, cached, newer)
+			if !r.CacheIsBehind(cached) {
+				t.Fatal("the replaced version is not behind")
+			}
+			if !r.CacheCaughtUp(newer) {
+				t.Error("the newer version, a sync having given up: not due")
+			}
+			if r.CacheIsBehind(cached) || r.CacheCaughtUp(newer) {
+				t.Error("the replaced version outlived the cache catching up")
+			}
+		})
 	}
 }
 
 // A write the API server stored unchanged brings no watch event: nothing to
 // wait for.
 func TestUnchangedWriteIsNotExpected(t *testing.T) {
-	var e StatusWrites
-	cached := testfixtures.NewFoo("test", 1)
-	cached.ResourceVersion = "1"
-	e.Wrote(cached, cached.DeepCopy())
-	if e.CacheIsBehind(cached) {
+	var r ReplacedVersions
+	cached, _ := twoVersions()
+	r.Wrote(cached, cached.DeepCopy())
+	if r.CacheIsBehind(cached) {
 		t.Error("a write that changed nothing is waited for")
 	}
+}
+
+// A sync that finds the cache already moved on drops the replaced version;
+// a Foo the cache shows deleted is forgotten.
+func TestReplacedVersionIsDroppedOnceSeenNewerOrForgotten(t *testing.T) {
+	var r ReplacedVersions
+	cached, newer := twoVersions()
+
+	r.ListedNewer(cached)
+	if r.CacheIsBehind(newer) {
+		t.Error("the newer version counts as behind")
+	}
+	if r.CacheIsBehind(cached) {
+		t.Error("the replaced version outlived a sync that saw the newer one")
+	}
+	r.ListedNewer(cached)
+	r.Forget(cached.UID)
+	if r.CacheIsBehind(cached) {
+		t.Error("a forgotten Foo is still remembered")
+	}
+}
+
+// twoVersions returns a Foo at resourceVersion 1 and the same Foo at 2.
+func twoVersions() (cached, newer *samplev1alpha1.Foo) {
+	cached = testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion = "1"
+	newer = cached.DeepCopy()
+	newer.ResourceVersion = "2"
+	return cached, newer
 }
 
 // A Foo found deleted is remembered until the cache shows it deleted.
@@ -71,56 +117,6 @@ func TestDeletedFooIsRememberedUntilForgotten(t *testing.T) {
 	}
 	d.Forget("uid-a")
 	if d.Has("uid-a") {
-		t.Error("a forgotten Foo is still remembered")
-	}
-}
-
-// A Foo a takeover found outdated in the cache stays so until the cache
-// receives another version of it; that version reports it due a sync, once.
-func TestOutdatedFooIsBehindUntilTheCacheMovesOn(t *testing.T) {
-	var o OutdatedFoos
-	cached := testfixtures.NewFoo("test", 1)
-	cached.ResourceVersion = "1"
-	current := cached.DeepCopy()
-	current.ResourceVersion = "2"
-
-	if o.CacheIsBehind(cached) {
-		t.Fatal("an empty memory holds a Foo")
-	}
-	o.Add(cached)
-	if o.CacheCaughtUp(cached) {
-		t.Error("the cache delivering the outdated version again counts as caught up")
-	}
-	if !o.CacheIsBehind(cached) {
-		t.Fatal("the outdated version is not behind")
-	}
-	if !o.CacheCaughtUp(current) {
-		t.Error("the current version did not report the Foo due a sync")
-	}
-	if o.CacheIsBehind(cached) || o.CacheCaughtUp(current) {
-		t.Error("the outdated version outlived the cache catching up")
-	}
-}
-
-// A sync that finds the cache already moved on drops the outdated version;
-// a Foo the cache shows deleted is forgotten.
-func TestOutdatedFooIsDroppedOnceSeenNewerOrForgotten(t *testing.T) {
-	var o OutdatedFoos
-	cached := testfixtures.NewFoo("test", 1)
-	cached.ResourceVersion = "1"
-	current := cached.DeepCopy()
-	current.ResourceVersion = "2"
-
-	o.Add(cached)
-	if o.CacheIsBehind(current) {
-		t.Error("the current version counts as behind")
-	}
-	if o.CacheIsBehind(cached) {
-		t.Error("the outdated version outlived a sync that saw the current one")
-	}
-	o.Add(cached)
-	o.Forget(cached.UID)
-	if o.CacheIsBehind(cached) {
 		t.Error("a forgotten Foo is still remembered")
 	}
 }

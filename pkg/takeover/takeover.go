@@ -55,7 +55,7 @@ import (
 // A Foo cached only after the list began is left alone: it may be newer.
 func RememberFoosChangedWhileStandby(
 	ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface,
-	deleted *expectations.DeletedFoos, outdated *expectations.OutdatedFoos,
+	deleted *expectations.DeletedFoos, outdated *expectations.ReplacedVersions,
 ) error {
 	before, err := cached.List(labels.Everything())
 	if err != nil {
@@ -82,7 +82,7 @@ func RememberFoosChangedWhileStandby(
 		case version != foo.ResourceVersion:
 			logger.V(2).Info("Foo changed while this replica stood by, syncing it once the cache shows it",
 				"foo", klog.KObj(foo), "cached", foo.ResourceVersion, "current", version)
-			outdated.Add(foo)
+			outdated.ListedNewer(foo)
 		}
 	}
 	return nil

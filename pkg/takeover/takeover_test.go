@@ -68,7 +68,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	})
 
 	var deleted expectations.DeletedFoos
-	var outdated expectations.OutdatedFoos
+	var outdated expectations.ReplacedVersions
 	err := RememberFoosChangedWhileStandby(ctx, listers.NewFooLister(indexer), client.SamplecontrollerV1alpha1().Foos(""), &deleted, &outdated)
 	if err != nil {
 		t.Fatal(err)
