@@ -47,37 +47,28 @@ build:
 # matters is the work, and that both cores have some all along, which is
 # what the order and the priorities are for. Two lanes, side by side. The
 # first builds the newest minor's control plane and Prometheus, then runs
-# its suite (e2e). The second runs at nice 5, so that the suite's control
-# plane gets the CPU when it asks (contract-beside-checks). The suites
-# wait on their control planes more than they compute, and the second
-# lane's work fills what they leave. The minors between are make
-# e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make race's
-# (below).
+# its suite (e2e). The second, at nice 5 so that the suite's control plane
+# gets the CPU when it asks, runs the checks, then three jobs at once: the
+# oldest minor's control-plane build and then its contract, the copy's
+# checks (TEMPLATE_CHECKS: make new-controller-check), and, at nice 10, the
+# unit tests (checks-then-contract). The suites wait on their control
+# planes more than they compute; the unit tests take whatever CPU they
+# leave. In order, without that filler, the 1.35 build ran alone for 13
+# minutes after the 1.37 suite, and the 1.35 contract beside the copy's
+# checks for 7: both left a third of a core idle. The minors between are
+# make e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make
+# race's (below).
 test:
-	$(MAKE) -j2 e2e contract-beside-checks CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
+	$(MAKE) -j2 e2e checks-then-contract CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
-# make test's second lane: two jobs in a make of their own (-j2 resets the
-# jobserver it was given, as the first lane holds one of make test's two).
-# One builds the oldest minor's control plane from the start, then runs its
-# contract: the longest chain of the lane, and nothing else waits for it.
-# The other runs the checks, then the copy's checks (TEMPLATE_CHECKS: make
-# new-controller-check) and, at nice 10, the unit tests, so that the
-# contract runs beside work that fills its waits. With the build after the
-# checks, a fresh make test ended with the 1.35 contract running alone for
-# 5 minutes, half idle: 60.7 minutes, of which the busy loops beside it got
-# 14.5 core-minutes.
-.PHONY: contract-beside-checks contract-of-oldest checks-then-copy unit-as-filler
-contract-beside-checks:
-	nice -n 5 $(MAKE) -j2 contract-of-oldest checks-then-copy
-
-contract-of-oldest:
-	$(MAKE) tools-minors
-	$(MAKE) e2e-minors
-
-checks-then-copy:
-	$(MAKE) verify
-	$(MAKE) monitoring
-	$(MAKE) -j2 $(TEMPLATE_CHECKS) unit-as-filler
+# make test's second lane. Its step of three jobs is a make of its own
+# (-j3 resets the jobserver it was given), as the first lane holds one of
+# make test's two.
+.PHONY: checks-then-contract unit-as-filler
+checks-then-contract:
+	nice -n 5 $(MAKE) verify
+	nice -n 5 $(MAKE) monitoring
+	nice -n 5 $(MAKE) -j3 e2e-minors $(TEMPLATE_CHECKS) unit-as-filler
 
 # make unit, five steps further down in priority than the make that runs it.
 unit-as-filler:
@@ -221,8 +212,9 @@ prometheus-tools: $(PROMETHEUS_BINS)
 # static target, and the cloud SDKs behind the plugins (AWS, Azure, GCE,
 # OpenStack, ...) were half the packages and half the build on a fresh machine.
 # Linked -s -w, as the linter is.
-# make test's e2e, monitoring and e2e-minors may each start it, in makes of
-# their own: one builds while the others wait, then find nothing to do.
+# make test's e2e and monitoring, and make e2e-minors, may each start it, in
+# makes of their own: one builds while the others wait, then find nothing
+# to do.
 $(PROMETHEUS_BINS) &: hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
 	mkdir -p _output/bin
 	cd hack/tools/prometheus && flock $(CURDIR)/_output/bin/.prometheus.lock env GOWORK=off go build -tags remove_all_sd -ldflags '-s -w' -o $(CURDIR)/_output/bin/ \
