@@ -48,31 +48,32 @@ build:
 # what the order and the priorities are for. Two lanes, side by side. The
 # first builds the newest minor's control plane and Prometheus, then runs
 # its suite (e2e). The second, at nice 5 so that the suite's control plane
-# gets the CPU when it asks, runs the checks, then three jobs at once: the
-# oldest minor's control-plane build and then its contract, the copy's
-# checks (TEMPLATE_CHECKS: make new-controller-check), and, at nice 10, the
-# unit tests (checks-then-contract). The suites wait on their control
-# planes more than they compute; the unit tests take whatever CPU they
-# leave. In order, without that filler, the 1.35 build ran alone for 13
-# minutes after the 1.37 suite, and the 1.35 contract beside the copy's
-# checks for 7: both left a third of a core idle. The minors between are
-# make e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make
-# race's (below).
+# gets the CPU when it asks, runs the checks, then two jobs at once: the
+# oldest minor's control-plane build and then its contract, and, at nice 10,
+# the fillers: the unit tests and the copy's checks (TEMPLATE_CHECKS: make
+# new-controller-check). The suites wait on their control planes more than
+# they compute; the fillers take whatever CPU they leave. The 1.35 build is
+# the longest chain left, so it comes first: with the copy's checks at its
+# priority it ended 5 minutes after the 1.37 suite, and its contract then ran
+# alone for 5, half idle. The minors between are make e2e-minors'
+# (TEST_CONTRACT_MINORS), and the race detector is make race's (below).
 test:
 	$(MAKE) -j2 e2e checks-then-contract CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
-# make test's second lane. Its step of three jobs is a make of its own
-# (-j3 resets the jobserver it was given), as the first lane holds one of
-# make test's two.
-.PHONY: checks-then-contract unit-as-filler
+# make test's second lane. Each step of two jobs is a make of its own (-j2
+# resets the jobserver it was given), as the first lane holds one of make
+# test's two.
+.PHONY: checks-then-contract fillers
 checks-then-contract:
 	nice -n 5 $(MAKE) verify
 	nice -n 5 $(MAKE) monitoring
-	nice -n 5 $(MAKE) -j3 e2e-minors $(TEMPLATE_CHECKS) unit-as-filler
+	nice -n 5 $(MAKE) -j2 e2e-minors fillers
 
-# make unit, five steps further down in priority than the make that runs it.
-unit-as-filler:
-	nice -n 5 $(MAKE) unit
+# make unit and the copy's checks, five steps further down in priority than
+# the make that runs them. The unit tests end first and leave the copy's
+# tests their compiled dependencies.
+fillers:
+	nice -n 5 $(MAKE) -j2 unit $(TEMPLATE_CHECKS)
 
 ## unit: fast loop: the unit tests (fake clientsets), as make test runs them.
 unit:
