@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
@@ -132,7 +133,7 @@ func NewController(
 ) (*Controller, error) {
 	// Events about Foos need the Foo types in the scheme.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplev1alpha1.ControllerName)
+	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
 
 	controller := &Controller{
 		kubeclientset:      kubeclientset,

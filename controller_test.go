@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
@@ -148,7 +149,7 @@ func (f *fixture) build() {
 // nil: what the API server stored of the write.
 func (f *fixture) answerStatusWritesAtVersion2(foo *samplev1alpha1.Foo, edit func(stored *samplev1alpha1.Foo)) {
 	f.build()
-	f.client.PrependReactor("patch", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
+	f.client.PrependReactor("patch", samplecontroller.FooResource, func(core.Action) (bool, runtime.Object, error) {
 		stored := foo.DeepCopy()
 		stored.ResourceVersion = "2"
 		if edit != nil {
@@ -282,7 +283,7 @@ func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
 
 func expectReady(t *testing.T, status samplev1alpha1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
-	c := meta.FindStatusCondition(status.Conditions, samplev1alpha1.ConditionReady)
+	c := meta.FindStatusCondition(status.Conditions, samplecontroller.ConditionReady)
 	if c == nil {
 		t.Fatalf("no Ready condition in %+v", status)
 	}
@@ -309,7 +310,7 @@ func TestCreatesDeployment(t *testing.T) {
 		t.Errorf("created Deployment is not controlled by the Foo: %+v", created.OwnerReferences)
 	}
 	if *created.Spec.Replicas != 1 || created.Labels["app"] != "nginx" || created.Labels["controller"] != "test" ||
-		created.Labels[samplev1alpha1.LabelManagedBy] != samplev1alpha1.ControllerName {
+		created.Labels[samplecontroller.LabelManagedBy] != samplecontroller.ControllerName {
 		t.Errorf("unexpected Deployment: replicas %d labels %v", *created.Spec.Replicas, created.Labels)
 	}
 	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != contract.ContainerImage {
@@ -319,7 +320,7 @@ func TestCreatesDeployment(t *testing.T) {
 	if status.ObservedGeneration != 1 || status.AvailableReplicas != 0 || status.Selector != "app=nginx,controller=test" {
 		t.Errorf("unexpected status %+v", status)
 	}
-	expectReady(t, status, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing)
+	expectReady(t, status, metav1.ConditionFalse, samplecontroller.ReasonProgressing)
 }
 
 func TestInSyncMakesNoWrites(t *testing.T) {
@@ -357,7 +358,7 @@ func TestStaleStatusIsTheOnlyWrite(t *testing.T) {
 	if status.AvailableReplicas != 2 || status.Replicas != 2 {
 		t.Errorf("status replicas: %+v", status)
 	}
-	expectReady(t, status, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable)
+	expectReady(t, status, metav1.ConditionTrue, samplecontroller.ReasonAvailable)
 }
 
 func TestUpdatesReplicas(t *testing.T) {
@@ -392,7 +393,7 @@ func TestUpdatesReplicas(t *testing.T) {
 	}
 	// The fake applied the patch, so the Deployment now asks for 3 pods
 	// but its status still counts 1.
-	expectReady(t, status, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing)
+	expectReady(t, status, metav1.ConditionFalse, samplecontroller.ReasonProgressing)
 }
 
 // appliedPatch decodes the body of the single server-side apply the sync made.
@@ -407,8 +408,8 @@ func appliedPatch(t *testing.T, f *fixture) map[string]interface{} {
 			if err := json.Unmarshal(p.GetPatch(), &patch); err != nil {
 				t.Fatal(err)
 			}
-			if opts := p.(core.PatchActionImpl).PatchOptions; opts.FieldManager != samplev1alpha1.ControllerName || opts.Force == nil || !*opts.Force {
-				t.Errorf("apply options %+v, want field manager %s and force", opts, samplev1alpha1.ControllerName)
+			if opts := p.(core.PatchActionImpl).PatchOptions; opts.FieldManager != samplecontroller.ControllerName || opts.Force == nil || !*opts.Force {
+				t.Errorf("apply options %+v, want field manager %s and force", opts, samplecontroller.ControllerName)
 			}
 		}
 	}
@@ -468,7 +469,7 @@ func TestUnownedDeploymentIsNeverModified(t *testing.T) {
 	f.expectKubeWrites()
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents(`Warning ResourceExists Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by no Foo)`)
-	expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonResourceExists)
+	expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplecontroller.ReasonResourceExists)
 
 	// The retry finds the problem reported already: no write, no event, but
 	// still an error so the Foo keeps being retried with backoff.
@@ -536,7 +537,7 @@ func TestUncachedOwnDeploymentIsRelabelled(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
 	d := testfixtures.OwnedDeployment(t, foo)
-	delete(d.Labels, samplev1alpha1.LabelManagedBy)
+	delete(d.Labels, samplecontroller.LabelManagedBy)
 	f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
 	f.uncachedDeployments = append(f.uncachedDeployments, d)
 
@@ -581,7 +582,7 @@ func TestInvalidSpec(t *testing.T) {
 			f.expectKubeWrites()
 			f.expectFooWrites("patch foos/status test application/json-patch+json")
 			f.expectEvents("Warning InvalidSpec Invalid spec: " + tc.message)
-			c := expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec)
+			c := expectReady(t, f.writtenStatus(), metav1.ConditionFalse, samplecontroller.ReasonInvalidSpec)
 			if !strings.Contains(c.Message, tc.message) {
 				t.Errorf("condition message %q does not contain %q", c.Message, tc.message)
 			}
@@ -680,8 +681,8 @@ func TestConflictIsRetried(t *testing.T) {
 	f.deployments = append(f.deployments, d)
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
-	f.client.PrependReactor("patch", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource(samplev1alpha1.FooResource), foo.Name, fmt.Errorf("the object has been modified"))
+	f.client.PrependReactor("patch", samplecontroller.FooResource, func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource(samplecontroller.FooResource), foo.Name, fmt.Errorf("the object has been modified"))
 	})
 
 	before := reconcileCount(t, "conflict")
@@ -884,7 +885,7 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	fooLists := func() []string {
 		var lists []string
 		for _, a := range client.Actions() {
-			if a.GetVerb() == "list" && a.GetResource().Resource == samplev1alpha1.FooResource {
+			if a.GetVerb() == "list" && a.GetResource().Resource == samplecontroller.FooResource {
 				lists = append(lists, a.GetNamespace())
 			}
 		}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -124,7 +125,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				d := testfixtures.OwnedDeployment(t, foo)
-				delete(d.Spec.Template.Labels, samplev1alpha1.LabelController)
+				delete(d.Spec.Template.Labels, samplecontroller.LabelController)
 				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
 				f.deployments = append(f.deployments, d)
 				return foo
@@ -278,7 +279,7 @@ func servedDeployment(d *appsv1.Deployment) {
 		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"apps/v1","kind":"Deployment"}`,
 	}
 	d.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "audit", UID: "uid-audit"}}, d.OwnerReferences...)
-	d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationApply,
+	d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationApply,
 		APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)}}
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}

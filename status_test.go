@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -57,18 +58,18 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 		write  string
 	}{
 		"create refused by a quota": {"create", func(*fixture, *samplev1alpha1.Foo) {}, quota,
-			samplev1alpha1.ReasonFailedCreate, "create deployments test-deployment"},
+			samplecontroller.ReasonFailedCreate, "create deployments test-deployment"},
 		"repair refused by a policy": {"patch", func(f *fixture, foo *samplev1alpha1.Foo) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			d.Spec.Replicas = ptr.To[int32](5)
 			f.deployments = append(f.deployments, d)
-		}, policy, samplev1alpha1.ReasonFailedUpdate, "patch deployments test-deployment application/apply-patch+yaml"},
+		}, policy, samplecontroller.ReasonFailedUpdate, "patch deployments test-deployment application/apply-patch+yaml"},
 		"stale delete forbidden": {"delete", func(f *fixture, foo *samplev1alpha1.Foo) {
 			stale := testfixtures.OwnedDeployment(t, foo)
 			stale.Name = "old-name"
 			f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo), stale)
 		}, apierrors.NewForbidden(deploymentsResource, "old-name", fmt.Errorf("denied")),
-			samplev1alpha1.ReasonFailedDelete, "delete deployments old-name"},
+			samplecontroller.ReasonFailedDelete, "delete deployments old-name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -109,7 +110,7 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 			if err := f.sync(foo); err != nil {
 				t.Fatalf("sync after the cause went away: %v", err)
 			}
-			if c := meta.FindStatusCondition(f.writtenStatus().Conditions, samplev1alpha1.ConditionReady); c.Reason == tc.reason {
+			if c := meta.FindStatusCondition(f.writtenStatus().Conditions, samplecontroller.ConditionReady); c.Reason == tc.reason {
 				t.Errorf("Ready still says %s after the cause went away: %q", c.Reason, c.Message)
 			}
 		})
@@ -207,7 +208,7 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 		f.expectFooWrites()
 		f.expectEvents()
 	}
-	if meta.FindStatusCondition(pruned.Status.Conditions, samplev1alpha1.ConditionReady) != nil {
+	if meta.FindStatusCondition(pruned.Status.Conditions, samplecontroller.ConditionReady) != nil {
 		t.Fatal("test setup: the pruned Foo must have no condition")
 	}
 }

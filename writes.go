@@ -30,6 +30,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
@@ -95,12 +96,12 @@ func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.F
 		return nil, err
 	}
 	created, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Create(ctx, deployment,
-		metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
+		metav1.CreateOptions{FieldManager: samplecontroller.ControllerName})
 	if err != nil {
-		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedCreate, "create", deployment.Name, err)
+		return nil, contract.ProblemIfRefused(samplecontroller.ReasonFailedCreate, "create", deployment.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %s", created.Name)
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %s", created.Name)
 	return contract.NewCachedDeployment(created), nil
 }
 
@@ -119,12 +120,12 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 	// Deployment changed since the cache saw it is answered 409 and the Foo synced again, not undone.
 	desired.WithResourceVersion(deployment.ResourceVersion)
 	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
-		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 	if err != nil {
-		return nil, contract.ProblemIfRefused(samplev1alpha1.ReasonFailedUpdate, "update", deployment.Name, err)
+		return nil, contract.ProblemIfRefused(samplecontroller.ReasonFailedUpdate, "update", deployment.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
 		"Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
 	return contract.NewCachedDeployment(applied), nil
 }
@@ -148,10 +149,10 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 			continue // deleted already; the cache had not caught up
 		}
 		if err != nil {
-			return contract.ProblemIfRefused(samplev1alpha1.ReasonFailedDelete, "delete", deployment.Name, err)
+			return contract.ProblemIfRefused(samplecontroller.ReasonFailedDelete, "delete", deployment.Name, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
-		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced,
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
 			"Deleted Deployment %s: spec.deploymentName is now %s", deployment.Name, foo.Spec.DeploymentName)
 	}
 	return nil
@@ -162,7 +163,7 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 // (a write refused 409 is retried on fresh data, which already shows the problem reported).
 func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
 	ready := contract.NotReady(problem.Reason, problem.Message)
-	prev := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
+	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
 	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, ready))
 	if err != nil {
@@ -191,7 +192,7 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		return false, err
 	}
 	updated, err := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
-		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplev1alpha1.ControllerName}, "status")
+		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplecontroller.ControllerName}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
 		c.memory.deleted.Add(foo.UID)
@@ -206,8 +207,8 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 	} else if c.memory.prunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.
 		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server",
-			"fields", pruned, "crd", samplev1alpha1.FooCRDName)
-		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned, prunedstatus.Message(pruned))
+			"fields", pruned, "crd", samplecontroller.FooCRDName)
+		c.recorder.Event(foo, corev1.EventTypeWarning, samplecontroller.ReasonStatusPruned, prunedstatus.Message(pruned))
 	}
 	return true, nil
 }

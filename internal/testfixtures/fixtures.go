@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ import (
 // generation and spec.replicas defaulted; it asks for "<name>-deployment".
 func NewFoo(name string, replicas int32) *samplev1alpha1.Foo {
 	return &samplev1alpha1.Foo{
-		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind},
+		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
 			Namespace:  metav1.NamespaceDefault,
@@ -65,8 +66,8 @@ func podLabels(t testing.TB, foo *samplev1alpha1.Foo) map[string]string {
 		t.Fatalf("Foo name %q: the fixtures take names of at most 63 characters", foo.Name)
 	}
 	return map[string]string{
-		samplev1alpha1.LabelApp:        strings.Clone("nginx"),
-		samplev1alpha1.LabelController: strings.Clone(foo.Name),
+		samplecontroller.LabelApp:        strings.Clone("nginx"),
+		samplecontroller.LabelController: strings.Clone(foo.Name),
 	}
 }
 
@@ -81,7 +82,7 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	n := *foo.Spec.Replicas
 	labels := podLabels(t, foo)
 	owned := podLabels(t, foo)
-	owned[samplev1alpha1.LabelManagedBy] = strings.Clone(samplev1alpha1.ControllerName)
+	owned[samplecontroller.LabelManagedBy] = strings.Clone(samplecontroller.ControllerName)
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -92,7 +93,7 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 			Generation:      1,
 			Labels:          owned,
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind,
+				APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind,
 				Name: strings.Clone(foo.Name), UID: foo.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -127,14 +128,14 @@ func WithSyncedStatus(t testing.TB, foo *samplev1alpha1.Foo, deployment *appsv1.
 		ObservedGeneration: foo.Generation,
 		Replicas:           st.Replicas,
 		AvailableReplicas:  st.AvailableReplicas,
-		Selector: fmt.Sprintf("%s=nginx,%s=%s", samplev1alpha1.LabelApp,
-			samplev1alpha1.LabelController, podLabels(t, foo)[samplev1alpha1.LabelController]),
+		Selector: fmt.Sprintf("%s=nginx,%s=%s", samplecontroller.LabelApp,
+			samplecontroller.LabelController, podLabels(t, foo)[samplecontroller.LabelController]),
 		Conditions: []metav1.Condition{{
-			Type:               samplev1alpha1.ConditionReady,
+			Type:               samplecontroller.ConditionReady,
 			Status:             metav1.ConditionTrue,
 			ObservedGeneration: foo.Generation,
 			LastTransitionTime: SyncedAt,
-			Reason:             samplev1alpha1.ReasonAvailable,
+			Reason:             samplecontroller.ReasonAvailable,
 			Message: fmt.Sprintf("Deployment %s: %d of %d replicas available",
 				deployment.Name, st.AvailableReplicas, want),
 		}},

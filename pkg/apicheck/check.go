@@ -41,6 +41,7 @@ import (
 	"k8s.io/client-go/openapi"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 )
@@ -50,7 +51,7 @@ const InstallHint = "kubectl apply -f artifacts/examples/crd.yaml"
 
 // ErrFooAPIMissing is the answer when the cluster does not serve Foos.
 var ErrFooAPIMissing = fmt.Errorf("the Foo API is not served by this cluster: "+
-	"CustomResourceDefinition %s is not installed; install it with: %s", samplev1alpha1.FooCRDName, InstallHint)
+	"CustomResourceDefinition %s is not installed; install it with: %s", samplecontroller.FooCRDName, InstallHint)
 
 // FooAPI is what a cluster serves of the Foo version this controller speaks,
 // as far as the controller depends on it.
@@ -84,12 +85,12 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 	if err != nil {
 		return err
 	}
-	if !api.Resources[samplev1alpha1.FooResource] {
+	if !api.Resources[samplecontroller.FooResource] {
 		return ErrFooAPIMissing
 	}
 	if missing := api.Missing(); len(missing) > 0 {
 		return fmt.Errorf("CustomResourceDefinition %s is outdated: %s; update it with: %s",
-			samplev1alpha1.FooCRDName, strings.Join(missing, "; "), InstallHint)
+			samplecontroller.FooCRDName, strings.Join(missing, "; "), InstallHint)
 	}
 	return nil
 }
@@ -101,10 +102,10 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 func (api *FooAPI) Missing() []string {
 	version := samplev1alpha1.SchemeGroupVersion.Version
 	var missing []string
-	if !api.Resources[samplev1alpha1.FooResource+"/status"] {
+	if !api.Resources[samplecontroller.FooResource+"/status"] {
 		missing = append(missing, "version "+version+" does not enable the status subresource")
 	}
-	if !api.Resources[samplev1alpha1.FooResource+"/scale"] {
+	if !api.Resources[samplecontroller.FooResource+"/scale"] {
 		missing = append(missing, "version "+version+" does not enable the scale subresource")
 	}
 	if api.Schema == nil {
@@ -185,7 +186,7 @@ func fooSchema(document []byte) (*Schema, error) {
 			return nil, err
 		}
 		for _, gvk := range tagged.GVKs {
-			if gvk.Group == gv.Group && gvk.Version == gv.Version && gvk.Kind == samplev1alpha1.FooKind {
+			if gvk.Group == gv.Group && gvk.Version == gv.Version && gvk.Kind == samplecontroller.FooKind {
 				schema := &Schema{}
 				return schema, json.Unmarshal(raw, schema)
 			}
@@ -256,9 +257,9 @@ func (crd *CRD) FooAPI() *FooAPI {
 	if err != nil {
 		return api
 	}
-	api.Resources[samplev1alpha1.FooResource] = true
-	api.Resources[samplev1alpha1.FooResource+"/status"] = v.Subresources.Status != nil
-	api.Resources[samplev1alpha1.FooResource+"/scale"] = v.Subresources.Scale != nil
+	api.Resources[samplecontroller.FooResource] = true
+	api.Resources[samplecontroller.FooResource+"/status"] = v.Subresources.Status != nil
+	api.Resources[samplecontroller.FooResource+"/scale"] = v.Subresources.Scale != nil
 	api.Schema = &v.Schema.OpenAPIV3Schema
 	return api
 }

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // shippedCRD is the CRD users install, generated from the Go types.
@@ -74,7 +74,7 @@ func TestCRDOfAnotherVersionServesNoFoos(t *testing.T) {
 		t.Fatal(err)
 	}
 	crd.Spec.Versions[0].Name = "v1"
-	if api := crd.FooAPI(); api.Resources[samplev1alpha1.FooResource] {
+	if api := crd.FooAPI(); api.Resources[samplecontroller.FooResource] {
 		t.Errorf("resources %v, want no foos", api.Resources)
 	}
 }
@@ -105,7 +105,7 @@ func TestFooSchemaIsFoundByItsGroupVersionKind(t *testing.T) {
 // A schema not yet published (the API server publishes a CRD's OpenAPI a
 // moment after serving it) is no reason to refuse to start.
 func TestUnpublishedSchemaIsNotReportedMissing(t *testing.T) {
-	api := &FooAPI{Resources: map[string]bool{samplev1alpha1.FooResource: true, samplev1alpha1.FooResource + "/status": true, samplev1alpha1.FooResource + "/scale": true}}
+	api := &FooAPI{Resources: map[string]bool{samplecontroller.FooResource: true, samplecontroller.FooResource + "/status": true, samplecontroller.FooResource + "/scale": true}}
 	if missing := api.Missing(); len(missing) != 0 {
 		t.Errorf("missing %q, want nothing", missing)
 	}

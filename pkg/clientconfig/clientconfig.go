@@ -36,7 +36,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/flowcontrol"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // Load finds the cluster the way kubectl and controller-runtime
@@ -74,7 +74,7 @@ func Load(kubeconfig, masterURL string) (*rest.Config, error) {
 func ForController(base *rest.Config, qps float64, burst int, identity string) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS, sample.Burst, sample.RateLimiter = rateLimit(qps, burst)
-	sample.UserAgent = samplev1alpha1.ControllerName + "/" + identity
+	sample.UserAgent = samplecontroller.ControllerName + "/" + identity
 	kube = rest.CopyConfig(sample)
 	kube.ContentType = "application/vnd.kubernetes.protobuf"
 	kube.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

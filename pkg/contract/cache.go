@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -226,7 +227,7 @@ func progressDeadlineExceeded(conditions []appsv1.DeploymentCondition) bool {
 var wellKnownStrings = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{
-		samplev1alpha1.SchemeGroupVersion.String(), samplev1alpha1.FooKind,
+		samplev1alpha1.SchemeGroupVersion.String(), samplecontroller.FooKind,
 	} {
 		m[s] = s
 	}

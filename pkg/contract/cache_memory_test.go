@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 )
@@ -178,7 +179,7 @@ func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 	d.CreationTimestamp = created
 	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
 	d.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", Time: &created,
+		{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", Time: &created,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:app":{},"f:app.kubernetes.io/managed-by":{},"f:controller":{}},"f:ownerReferences":{"k:{\"uid\":\"uid-foo\"}":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{},"f:controller":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &created,
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}},"f:status":{"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Available\"}":{".":{},"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Progressing\"}":{".":{},"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{},"f:readyReplicas":{},"f:replicas":{},"f:updatedReplicas":{}}}`)},
@@ -218,7 +219,7 @@ func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{".":{},"f:deploymentName":{},"f:replicas":{}}}`)},
-		{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
+		{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{".":{},"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)},
 	}
 	return testfixtures.WithSyncedStatus(tb, foo, servedDeployment(tb, i))

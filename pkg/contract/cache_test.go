@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 )
@@ -64,7 +65,7 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 	d.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "audit", UID: "uid-audit"}},
 		d.OwnerReferences...)
 	d.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: samplev1alpha1.ControllerName, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
+		{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
@@ -177,17 +178,17 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		"in sync":                {func(*appsv1.Deployment) {}, ""},
 		"replicas changed":       {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, ".spec.replicas"},
 		"replicas unset":         {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, ".spec.replicas"},
-		"managed-by label gone":  {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
-		"controller label wrong": {func(d *appsv1.Deployment) { d.Labels[samplev1alpha1.LabelController] = "other" }, ".metadata.labels.controller"},
+		"managed-by label gone":  {func(d *appsv1.Deployment) { delete(d.Labels, samplecontroller.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
+		"controller label wrong": {func(d *appsv1.Deployment) { d.Labels[samplecontroller.LabelController] = "other" }, ".metadata.labels.controller"},
 		"all labels gone":        {func(d *appsv1.Deployment) { d.Labels = nil }, ".metadata.labels"},
 		"selector changed":       {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, ".spec.selector"},
-		"selector label gone":    {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplev1alpha1.LabelController) }, ".spec.selector"},
-		"selector value wrong":   {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "web" }, ".spec.selector"},
+		"selector label gone":    {func(d *appsv1.Deployment) { delete(d.Spec.Selector.MatchLabels, samplecontroller.LabelController) }, ".spec.selector"},
+		"selector value wrong":   {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels[samplecontroller.LabelApp] = "web" }, ".spec.selector"},
 		"selector unset":         {func(d *appsv1.Deployment) { d.Spec.Selector = nil }, ".spec.selector"},
 		"selector match expression": {func(d *appsv1.Deployment) {
 			d.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}
 		}, ".spec.selector"},
-		"template label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplev1alpha1.LabelApp) }, ".spec.template.metadata.labels.app"},
+		"template label gone":      {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, samplecontroller.LabelApp) }, ".spec.template.metadata.labels.app"},
 		"another team's pod label": {func(d *appsv1.Deployment) { d.Spec.Template.Labels["tier"] = "api" }, ""},
 		"image changed":            {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "busybox" }, `.spec.template.spec.containers[name="nginx"].image`},
 		"image unset":              {func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "" }, `.spec.template.spec.containers[name="nginx"].image`},
@@ -202,7 +203,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		}, ""},
 		"several": {func(d *appsv1.Deployment) {
 			d.Spec.Replicas = ptr.To[int32](1)
-			delete(d.Labels, samplev1alpha1.LabelApp)
+			delete(d.Labels, samplecontroller.LabelApp)
 			d.Spec.Template.Spec.Containers[0].Image = "busybox"
 		}, `.metadata.labels.app,.spec.replicas,.spec.template.spec.containers[name="nginx"].image`},
 	} {
@@ -246,40 +247,40 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 		reason, msg         string
 		replicas, available int32 // in the Foo's status
 	}{
-		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplecontroller.ReasonAvailable,
 			"Deployment test-deployment: 3 of 3 replicas available", 3, 3},
-		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 4 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: waiting for the deployment controller to observe the latest spec", 3, 3},
-		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 1 of 3 replicas updated", 3, 3},
-		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 1 old replicas pending termination", 4, 3},
-		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 2 of 3 replicas available", 3, 2},
-		"no conditions yet": {func(d *appsv1.Deployment) { d.Status.Conditions = nil }, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+		"no conditions yet": {func(d *appsv1.Deployment) { d.Status.Conditions = nil }, metav1.ConditionTrue, samplecontroller.ReasonAvailable,
 			"Deployment test-deployment: 3 of 3 replicas available", 3, 3},
 		"progress deadline exceeded": {func(d *appsv1.Deployment) {
 			d.Status.AvailableReplicas = 0
 			d.Status.Conditions[1].Status = corev1.ConditionFalse
 			d.Status.Conditions[1].Reason = "ProgressDeadlineExceeded"
-		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 0},
+		}, metav1.ConditionFalse, samplecontroller.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 0},
 		"progress deadline exceeded, conditions reordered": {func(d *appsv1.Deployment) {
 			c := d.Status.Conditions
 			c[1].Status = corev1.ConditionFalse
 			c[0], c[1] = c[1], c[0]
 			d.Status.Conditions = append(c, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue})
-		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 3},
+		}, metav1.ConditionFalse, samplecontroller.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline", 3, 3},
 		"not available, progressing": {func(d *appsv1.Deployment) {
 			d.Status.AvailableReplicas = 0
 			d.Status.Conditions[0].Status = corev1.ConditionFalse
-		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: 0 of 3 replicas available", 3, 0},
+		}, metav1.ConditionFalse, samplecontroller.ReasonProgressing, "Deployment test-deployment: 0 of 3 replicas available", 3, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
 			cached := cachedDeployment(t, d)
 
-			want := metav1.Condition{Type: samplev1alpha1.ConditionReady, Status: tc.ready, Reason: tc.reason, Message: tc.msg}
+			want := metav1.Condition{Type: samplecontroller.ConditionReady, Status: tc.ready, Reason: tc.reason, Message: tc.msg}
 			ready := ReadyCondition(foo, cached)
 			if ready != want {
 				t.Errorf("Ready condition:\n%s", diff.Diff(want, ready))
@@ -289,7 +290,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 				Replicas:           tc.replicas,
 				Selector:           "app=nginx,controller=test",
 				ObservedGeneration: 3,
-				Conditions: []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: tc.ready, ObservedGeneration: 3,
+				Conditions: []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: tc.ready, ObservedGeneration: 3,
 					Reason: tc.reason, Message: tc.msg}},
 			}
 			// A changed condition is stamped with the time of the call.
@@ -514,9 +515,9 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 	*d.Spec.Replicas = 9
 	*d.OwnerReferences[1].Controller = false
 	d.OwnerReferences[1].Name = "changed"
-	d.Labels[samplev1alpha1.LabelApp] = "changed"
-	d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] = "changed"
-	d.Spec.Template.Labels[samplev1alpha1.LabelApp] = "changed"
+	d.Labels[samplecontroller.LabelApp] = "changed"
+	d.Spec.Selector.MatchLabels[samplecontroller.LabelApp] = "changed"
+	d.Spec.Template.Labels[samplecontroller.LabelApp] = "changed"
 	d.Spec.Template.Spec.Containers[0].Image = "changed"
 	d.Status.Conditions[1].Status = corev1.ConditionFalse
 	d.Status.AvailableReplicas = 0
@@ -568,11 +569,11 @@ func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 			Selector:           "app=nginx,controller=test",
 			ObservedGeneration: 3,
 			Conditions: []metav1.Condition{{
-				Type:               samplev1alpha1.ConditionReady,
+				Type:               samplecontroller.ConditionReady,
 				Status:             metav1.ConditionTrue,
 				ObservedGeneration: 3,
 				LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)),
-				Reason:             samplev1alpha1.ReasonAvailable,
+				Reason:             samplecontroller.ReasonAvailable,
 				Message:            "Deployment test-deployment: 3 of 3 replicas available",
 			}},
 		},

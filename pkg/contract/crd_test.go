@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 )
@@ -73,8 +74,8 @@ func specField(t *testing.T, version *apicheck.CRDVersion, name string) apicheck
 // and talks to the group version the Go package registers.
 func TestCRDServesTheGoAPI(t *testing.T) {
 	crd, version := generatedFooVersion(t)
-	if crd.Metadata.Name != samplev1alpha1.FooCRDName {
-		t.Errorf("CRD name %q, want samplev1alpha1.FooCRDName %q", crd.Metadata.Name, samplev1alpha1.FooCRDName)
+	if crd.Metadata.Name != samplecontroller.FooCRDName {
+		t.Errorf("CRD name %q, want samplecontroller.FooCRDName %q", crd.Metadata.Name, samplecontroller.FooCRDName)
 	}
 	if version.Name != samplev1alpha1.SchemeGroupVersion.Version {
 		t.Errorf("CRD version %q, want %q", version.Name, samplev1alpha1.SchemeGroupVersion.Version)
@@ -93,10 +94,11 @@ func TestCRDNamesAreTheGoConstants(t *testing.T) {
 		Spec struct {
 			Group string `json:"group"`
 			Names struct {
-				Kind     string `json:"kind"`
-				ListKind string `json:"listKind"`
-				Plural   string `json:"plural"`
-				Singular string `json:"singular"`
+				Kind       string   `json:"kind"`
+				ListKind   string   `json:"listKind"`
+				Plural     string   `json:"plural"`
+				Singular   string   `json:"singular"`
+				ShortNames []string `json:"shortNames"`
 			} `json:"names"`
 		} `json:"spec"`
 	}
@@ -105,11 +107,12 @@ func TestCRDNamesAreTheGoConstants(t *testing.T) {
 	}
 	got := crd.Spec.Names
 	for _, c := range []struct{ field, got, want string }{
-		{"spec.group", crd.Spec.Group, samplev1alpha1.SchemeGroupVersion.Group},
-		{"spec.names.kind", got.Kind, samplev1alpha1.FooKind},
-		{"spec.names.listKind", got.ListKind, samplev1alpha1.FooKind + "List"},
-		{"spec.names.plural", got.Plural, samplev1alpha1.FooResource},
-		{"spec.names.singular", got.Singular, samplev1alpha1.FooSingular},
+		{"spec.group", crd.Spec.Group, samplecontroller.GroupName},
+		{"spec.names.kind", got.Kind, samplecontroller.FooKind},
+		{"spec.names.listKind", got.ListKind, samplecontroller.FooKind + "List"},
+		{"spec.names.plural", got.Plural, samplecontroller.FooResource},
+		{"spec.names.singular", got.Singular, samplecontroller.FooSingular},
+		{"spec.names.shortNames", strings.Join(got.ShortNames, ","), samplecontroller.FooShortName},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %s %q, want %q", crdPath, c.field, c.got, c.want)
@@ -129,9 +132,9 @@ func TestExampleFooIsAValidFoo(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &foo); err != nil {
 		t.Fatalf("%s: %v", examplePath, err)
 	}
-	if foo.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || foo.Kind != samplev1alpha1.FooKind {
+	if foo.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || foo.Kind != samplecontroller.FooKind {
 		t.Errorf("%s: apiVersion %q, kind %q; want %q, %q", examplePath, foo.APIVersion, foo.Kind,
-			samplev1alpha1.SchemeGroupVersion.String(), samplev1alpha1.FooKind)
+			samplev1alpha1.SchemeGroupVersion.String(), samplecontroller.FooKind)
 	}
 	if problems := contract.ValidateSpec(&foo.Spec); len(problems) > 0 {
 		t.Errorf("%s: invalid spec: %v", examplePath, problems)
@@ -216,8 +219,8 @@ func TestCRDJSONPathsNameSchemaFields(t *testing.T) {
 		if _, ok := schemaFieldAt(schema, c.JSONPath); !ok {
 			t.Errorf("printer column %s: %q names no field of the schema", c.Name, c.JSONPath)
 		}
-		if cond := conditionFilter.FindStringSubmatch(c.JSONPath); cond != nil && cond[1] != samplev1alpha1.ConditionReady {
-			t.Errorf("printer column %s selects condition %q; the controller reports %q", c.Name, cond[1], samplev1alpha1.ConditionReady)
+		if cond := conditionFilter.FindStringSubmatch(c.JSONPath); cond != nil && cond[1] != samplecontroller.ConditionReady {
+			t.Errorf("printer column %s selects condition %q; the controller reports %q", c.Name, cond[1], samplecontroller.ConditionReady)
 		}
 	}
 }
@@ -270,7 +273,7 @@ func objectMetaHasField(name string) bool {
 }
 
 // wellKnownFile defines the reasons the controller sets.
-const wellKnownFile = "../apis/samplecontroller/v1alpha1/well_known.go"
+const wellKnownFile = "../apis/samplecontroller/well_known.go"
 
 // Every reason the controller sets, on the Ready condition or on an event, is
 // documented where users look it up: the description of status.conditions

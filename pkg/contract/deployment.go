@@ -34,6 +34,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -47,8 +48,8 @@ const (
 // selector. A Deployment's selector cannot change, so neither may these.
 func PodLabels(foo *samplev1alpha1.Foo) map[string]string {
 	return map[string]string{
-		samplev1alpha1.LabelApp:        "nginx",
-		samplev1alpha1.LabelController: LabelValue(foo.Name),
+		samplecontroller.LabelApp:        "nginx",
+		samplecontroller.LabelController: LabelValue(foo.Name),
 	}
 }
 
@@ -73,10 +74,10 @@ func DesiredDeployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfigu
 	labels := PodLabels(foo)
 	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
 		WithLabels(labels).
-		WithLabels(map[string]string{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).
+		WithLabels(map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
-			WithKind(samplev1alpha1.FooKind).
+			WithKind(samplecontroller.FooKind).
 			WithName(foo.Name).
 			WithUID(foo.UID).
 			WithController(true).
@@ -112,7 +113,7 @@ func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.D
 // is a Foo, else nil.
 func ControllerRef(object metav1.Object) *metav1.OwnerReference {
 	ref := metav1.GetControllerOf(object)
-	if ref == nil || ref.Kind != samplev1alpha1.FooKind || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != samplecontroller.FooKind || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
 		return nil
 	}
 	return ref

@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // NewDeploymentInformer returns an informer of the controller's own for the
@@ -47,7 +47,7 @@ import (
 func NewDeploymentInformer(
 	client kubernetes.Interface, namespace string, resyncPeriod time.Duration,
 ) (cache.SharedIndexInformer, error) {
-	selector := labels.SelectorFromSet(labels.Set{samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}).String()
+	selector := labels.SelectorFromSet(labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).String()
 	deployments := client.AppsV1().Deployments(namespace)
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

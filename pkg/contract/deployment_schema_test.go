@@ -39,6 +39,7 @@ import (
 	"go.yaml.in/yaml/v2"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -188,7 +189,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 		"drifted": {func() *appsv1.Deployment {
 			d := completeDeployment(t, foo)
 			d.Spec.Replicas = ptr.To[int32](1)
-			delete(d.Labels, samplev1alpha1.LabelApp)
+			delete(d.Labels, samplecontroller.LabelApp)
 			d.Spec.Template.Spec.Containers[0].Image = "busybox"
 			return d
 		}(), "", `.metadata.labels.app,.spec.replicas,.spec.template.spec.containers[name="nginx"].image`},

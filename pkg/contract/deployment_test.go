@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 func TestDeploymentDrift(t *testing.T) {
@@ -43,7 +43,7 @@ func TestDeploymentDrift(t *testing.T) {
 			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
 		}, ""},
 		"replicas":          {func(d *appsv1.Deployment) { d.Spec.Replicas = nil }, ".spec.replicas"},
-		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, samplev1alpha1.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
+		"label removed":     {func(d *appsv1.Deployment) { delete(d.Labels, samplecontroller.LabelManagedBy) }, ".metadata.labels.app.kubernetes.io/managed-by"},
 		"label changed":     {func(d *appsv1.Deployment) { d.Labels["app"] = "other" }, ".metadata.labels.app"},
 		"selector":          {func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" }, ".spec.selector"},
 		"template label":    {func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "app") }, ".spec.template.metadata.labels.app"},

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -153,8 +154,8 @@ func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string 
 	if d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace {
 		add("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
 	}
-	if got := d.Labels[samplev1alpha1.LabelManagedBy]; got != samplev1alpha1.ControllerName {
-		add("label %s=%q, want %q", samplev1alpha1.LabelManagedBy, got, samplev1alpha1.ControllerName)
+	if got := d.Labels[samplecontroller.LabelManagedBy]; got != samplecontroller.ControllerName {
+		add("label %s=%q, want %q", samplecontroller.LabelManagedBy, got, samplecontroller.ControllerName)
 	}
 	problems = append(problems, ownerProblems(foo, d.OwnerReferences)...)
 

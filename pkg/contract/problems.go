@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // Problem is why a Foo cannot be reconciled, in words for the Foo's user: its
@@ -41,7 +41,7 @@ func (p *Problem) Error() string { return p.Message }
 // help; the next change to the spec queues the Foo again.
 func InvalidSpecProblem(errs field.ErrorList) *Problem {
 	return &Problem{
-		Reason:  samplev1alpha1.ReasonInvalidSpec,
+		Reason:  samplecontroller.ReasonInvalidSpec,
 		Message: fmt.Sprintf("Invalid spec: %v", errs.ToAggregate()),
 	}
 }
@@ -55,7 +55,7 @@ func NameTakenProblem(deployment metav1.Object) *Problem {
 		owner = fmt.Sprintf("Foo %q", ref.Name)
 	}
 	return &Problem{
-		Reason: samplev1alpha1.ReasonResourceExists,
+		Reason: samplecontroller.ReasonResourceExists,
 		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)",
 			deployment.GetName(), owner),
 		Retry: true,

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -51,19 +52,19 @@ func ReadyCondition(foo *samplev1alpha1.Foo, deployment *CachedDeployment) metav
 		msg = fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want)
 	default:
 		return metav1.Condition{
-			Type:    samplev1alpha1.ConditionReady,
+			Type:    samplecontroller.ConditionReady,
 			Status:  metav1.ConditionTrue,
-			Reason:  samplev1alpha1.ReasonAvailable,
+			Reason:  samplecontroller.ReasonAvailable,
 			Message: fmt.Sprintf("Deployment %s: %d of %d replicas available", deployment.Name, st.AvailableReplicas, want),
 		}
 	}
-	return NotReady(samplev1alpha1.ReasonProgressing, msg)
+	return NotReady(samplecontroller.ReasonProgressing, msg)
 }
 
 // NotReady is a Ready=False condition with the given reason and message.
 func NotReady(reason, message string) metav1.Condition {
 	return metav1.Condition{
-		Type:    samplev1alpha1.ConditionReady,
+		Type:    samplecontroller.ConditionReady,
 		Status:  metav1.ConditionFalse,
 		Reason:  reason,
 		Message: message,

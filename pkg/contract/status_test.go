@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 func TestReadyCondition(t *testing.T) {
@@ -36,26 +36,26 @@ func TestReadyCondition(t *testing.T) {
 		reason string
 		msg    string
 	}{
-		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplev1alpha1.ReasonAvailable,
+		"rolled out": {func(*appsv1.Deployment) {}, metav1.ConditionTrue, samplecontroller.ReasonAvailable,
 			"Deployment test-deployment: 3 of 3 replicas available"},
-		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"spec not observed yet": {func(d *appsv1.Deployment) { d.Generation = 2 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: waiting for the deployment controller to observe the latest spec"},
-		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"scaling up": {func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 1 of 3 replicas updated"},
-		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"old pods terminating": {func(d *appsv1.Deployment) { d.Status.Replicas = 4 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 1 old replicas pending termination"},
-		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing,
+		"not yet available": {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 2 }, metav1.ConditionFalse, samplecontroller.ReasonProgressing,
 			"Deployment test-deployment: 2 of 3 replicas available"},
 		"progress deadline exceeded": {func(d *appsv1.Deployment) {
 			d.Status.AvailableReplicas = 0
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
-		}, metav1.ConditionFalse, samplev1alpha1.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline"},
+		}, metav1.ConditionFalse, samplecontroller.ReasonProgressing, "Deployment test-deployment: rollout exceeded its progress deadline"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
 			got := ReadyCondition(foo, NewCachedDeployment(d))
-			if got.Type != samplev1alpha1.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
+			if got.Type != samplecontroller.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
 		})
@@ -68,14 +68,14 @@ func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	d := NewCachedDeployment(testfixtures.OwnedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: samplev1alpha1.ReasonAvailable, LastTransitionTime: long}}
+	foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: samplecontroller.ReasonAvailable, LastTransitionTime: long}}
 
 	same := DesiredStatus(foo, d, ReadyCondition(foo, d))
 	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
 		t.Errorf("unchanged condition moved its transition time to %v", got)
 	}
-	changed := DesiredStatus(foo, nil, NotReady(samplev1alpha1.ReasonResourceExists, "taken"))
+	changed := DesiredStatus(foo, nil, NotReady(samplecontroller.ReasonResourceExists, "taken"))
 	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
 		t.Error("changed condition kept its old transition time")
 	}

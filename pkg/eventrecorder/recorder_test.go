@@ -34,7 +34,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
@@ -128,28 +128,28 @@ func (s *eventServer) waitWritten(t *testing.T, n int) []*corev1.Event {
 func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
-	recorder := New(ctx, server, scheme.Scheme, samplev1alpha1.ControllerName)
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName)
 	normalBefore, warningBefore := droppedEvents(t, corev1.EventTypeNormal), droppedEvents(t, corev1.EventTypeWarning)
 
 	// One Foo per event: the correlator holds back repeats on one object,
 	// which is not what this test is about.
-	recorder.Eventf(testfixtures.NewFoo("foo-held", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment held")
+	recorder.Eventf(testfixtures.NewFoo("foo-held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment held")
 	select {
 	case <-server.blocked:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first Normal event did not reach the API server within 10 s")
 	}
 	for i := range 1001 {
-		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "Created Deployment %d", i)
+		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %d", i)
 	}
 	if got := droppedEvents(t, corev1.EventTypeNormal) - normalBefore; got != 1 {
 		t.Errorf("%v Normal events counted as dropped, want 1 (the 1001st waiting)", got)
 	}
 
-	recorder.Event(testfixtures.NewFoo("broken", 1), corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists, "taken")
+	recorder.Event(testfixtures.NewFoo("broken", 1), corev1.EventTypeWarning, samplecontroller.ReasonResourceExists, "taken")
 	first := server.waitWritten(t, 1)[0]
-	if first.Type != corev1.EventTypeWarning || first.Reason != samplev1alpha1.ReasonResourceExists || first.InvolvedObject.Name != "broken" ||
-		first.InvolvedObject.Kind != "Foo" || first.Source.Component != samplev1alpha1.ControllerName || first.Namespace != "default" {
+	if first.Type != corev1.EventTypeWarning || first.Reason != samplecontroller.ReasonResourceExists || first.InvolvedObject.Name != "broken" ||
+		first.InvolvedObject.Kind != "Foo" || first.Source.Component != samplecontroller.ControllerName || first.Namespace != "default" {
 		t.Errorf("first event written: %+v, want the Warning about Foo broken", first)
 	}
 
@@ -174,9 +174,9 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
 	close(server.release)
-	recorder := New(ctx, server, scheme.Scheme, samplev1alpha1.ControllerName)
-	recorder.Event(testfixtures.NewFoo("a", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "one")
-	recorder.Event(testfixtures.NewFoo("b", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "two")
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName)
+	recorder.Event(testfixtures.NewFoo("a", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "one")
+	recorder.Event(testfixtures.NewFoo("b", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "two")
 	recorder.Shutdown(ctx, 10*time.Second)
 	written := server.written()
 	if len(written) != 2 || written[0].Message != "one" || written[1].Message != "two" {
@@ -184,7 +184,7 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 	}
 
 	before := droppedEvents(t, corev1.EventTypeNormal)
-	recorder.Event(testfixtures.NewFoo("c", 1), corev1.EventTypeNormal, samplev1alpha1.ReasonSynced, "late")
+	recorder.Event(testfixtures.NewFoo("c", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "late")
 	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
 		t.Errorf("%v events recorded after shutdown counted as dropped, want 1", got)
 	}

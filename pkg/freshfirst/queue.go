@@ -35,7 +35,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // Queue holds the keys of Foos to sync. Only keys are queued, never
@@ -81,7 +81,7 @@ const (
 // and the others client-go serves): the Foo's singular, as
 // kube-controller-manager names each queue after the kind it syncs.
 const (
-	QueueName        = samplev1alpha1.FooSingular
+	QueueName        = samplecontroller.FooSingular
 	BacklogQueueName = QueueName + "_backlog"
 )
 

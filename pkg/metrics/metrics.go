@@ -48,7 +48,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
@@ -169,7 +169,7 @@ func (c *fooReadinessCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	counts := map[readiness]int{}
 	for _, foo := range foos {
 		r := readiness{ready: string(metav1.ConditionUnknown)}
-		if cond := meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady); cond != nil {
+		if cond := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady); cond != nil {
 			r = readiness{ready: string(cond.Status), reason: cond.Reason}
 		}
 		counts[r]++

@@ -25,6 +25,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
@@ -36,7 +37,7 @@ func TestFooReadinessIsCountedFromTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	withReady := func(name string, status metav1.ConditionStatus, reason string) *samplev1alpha1.Foo {
 		foo := testfixtures.NewFoo(name, 1)
-		foo.Status.Conditions = []metav1.Condition{{Type: samplev1alpha1.ConditionReady, Status: status, Reason: reason}}
+		foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: status, Reason: reason}}
 		return foo
 	}
 	for _, foo := range []*samplev1alpha1.Foo{

@@ -26,7 +26,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 )
@@ -90,7 +90,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
 	fs.StringVar(&le.Namespace, "leader-elect-namespace", leader.DefaultNamespace(),
 		"Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
-	fs.StringVar(&le.Name, "leader-elect-id", samplev1alpha1.ControllerName, "Name of the leader election Lease.")
+	fs.StringVar(&le.Name, "leader-elect-id", samplecontroller.ControllerName, "Name of the leader election Lease.")
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 )
@@ -80,5 +81,5 @@ func (m *Memory) Forget(uid types.UID) {
 // given status fields, and how to fix it.
 func Message(pruned []string) string {
 	return fmt.Sprintf("The API server dropped %s from the status written: the installed CRD %s is outdated; "+
-		"update it with: %s", strings.Join(pruned, ", "), samplev1alpha1.FooCRDName, apicheck.InstallHint)
+		"update it with: %s", strings.Join(pruned, ", "), samplecontroller.FooCRDName, apicheck.InstallHint)
 }

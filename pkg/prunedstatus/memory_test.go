@@ -22,6 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -31,7 +32,7 @@ func TestPrunedStatusIsNewsOnce(t *testing.T) {
 	var m Memory
 	status := func(reason string, at time.Time) samplev1alpha1.FooStatus {
 		return samplev1alpha1.FooStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
-			Type: samplev1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(at)}}}
+			Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(at)}}}
 	}
 	first := status("Available", time.Unix(100, 0))
 	if m.SameAsPruned("uid-a", first) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
@@ -60,7 +61,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 			t.Fatal(err)
 		}
 	}
-	client.PrependReactor("list", samplev1alpha1.FooResource, func(core.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("list", samplecontroller.FooResource, func(core.Action) (bool, runtime.Object, error) {
 		if err := indexer.Add(arriving.DeepCopy()); err != nil {
 			t.Error(err)
 		}

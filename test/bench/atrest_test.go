@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -87,7 +87,7 @@ func (b *bench) writesSince(before []framework.Sample) writeCounts {
 		}
 		return framework.Sum(after, "apiserver_request_total", match) - framework.Sum(before, "apiserver_request_total", match)
 	}
-	return writeCounts{foos: count(samplev1alpha1.FooResource), deployments: count("deployments"), events: count("events")}
+	return writeCounts{foos: count(samplecontroller.FooResource), deployments: count("deployments"), events: count("events")}
 }
 
 type writeCounts struct {
@@ -201,7 +201,7 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, ns string, 
 			if err != nil {
 				return false, err
 			}
-			ready := meta.IsStatusConditionTrue(f.Status.Conditions, samplev1alpha1.ConditionReady)
+			ready := meta.IsStatusConditionTrue(f.Status.Conditions, samplecontroller.ConditionReady)
 			return ready && f.Status.ObservedGeneration == f.Generation && f.Status.AvailableReplicas == replicas, nil
 		})
 	}

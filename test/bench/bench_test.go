@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
@@ -138,7 +139,7 @@ func TestBenchmark(t *testing.T) {
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b.bin = filepath.Join(root, "_output", "bin", samplev1alpha1.ControllerName)
+	b.bin = filepath.Join(root, "_output", "bin", samplecontroller.ControllerName)
 	if err := framework.BuildController(root, b.bin); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestBenchmark(t *testing.T) {
 	if _, err := b.cluster.Kubectl("", "apply", "-f", "artifacts/examples/crd.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/"+samplev1alpha1.FooCRDName); err != nil {
+	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/"+samplecontroller.FooCRDName); err != nil {
 		t.Fatal(err)
 	}
 
@@ -290,7 +291,7 @@ func unrelatedDeployment(ns, name string) (*appsv1.Deployment, error) {
 		return nil, err
 	}
 	d.OwnerReferences = nil
-	delete(d.Labels, samplev1alpha1.LabelManagedBy)
+	delete(d.Labels, samplecontroller.LabelManagedBy)
 	return d, nil
 }
 

@@ -31,7 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -216,9 +216,9 @@ func (b *bench) controllerRun(ns string, n int) controllerFigures {
 		return l["resource"] == "deployments" && l["subresource"] == "" && l["verb"] == "POST" && ok(l["code"])
 	})
 	f.deploymentOtherWrites = written("deployments", "", ok) - f.deploymentCreates
-	f.statusWrites = written(samplev1alpha1.FooResource, "status", ok)
+	f.statusWrites = written(samplecontroller.FooResource, "status", ok)
 	refused := func(code string) bool { return !ok(code) }
-	f.refusedWrites = written("deployments", "", refused) + written(samplev1alpha1.FooResource, "status", refused)
+	f.refusedWrites = written("deployments", "", refused) + written(samplecontroller.FooResource, "status", refused)
 	f.statusChanges = float64(t.fooChangeCount() - changesBefore)
 	return f
 }

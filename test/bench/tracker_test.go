@@ -29,6 +29,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 )
@@ -113,7 +114,7 @@ func (t *tracker) observeFoo(foo *samplev1alpha1.Foo, changed bool) {
 	defer t.mu.Unlock()
 	old, known := t.foos[foo.Name]
 	now := fooProgress{current: foo.Status.ObservedGeneration == foo.Generation}
-	now.ready = now.current && meta.IsStatusConditionTrue(foo.Status.Conditions, samplev1alpha1.ConditionReady)
+	now.ready = now.current && meta.IsStatusConditionTrue(foo.Status.Conditions, samplecontroller.ConditionReady)
 	t.foos[foo.Name] = now
 	if !known {
 		t.counts.foos++

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -50,8 +51,8 @@ func TestZeroWritesAtRest(t *testing.T) {
 		rv["deployment/"+d.Name] = d.ResourceVersion
 		// Events go out asynchronously: the last write of the roll-out is
 		// the one "Created Deployment" event per Foo.
-		waitEvent(t, foo, samplev1alpha1.ReasonSynced)
-		expectOneEvent(t, foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced)
+		waitEvent(t, foo, samplecontroller.ReasonSynced)
+		expectOneEvent(t, foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced)
 	}
 
 	before := scrape(t, c)

@@ -33,7 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 func TestInvalidFoosAreRejectedAtAdmission(t *testing.T) {
@@ -129,11 +129,11 @@ func TestFoosAskingForTakenNamesAreRefusedWithoutTouchingTheOwner(t *testing.T) 
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := createFoo(t, newFoo(ns, "wants-"+tc.holder, tc.holder, int32p(2)))
-			foo = waitFooNotReady(t, ns, foo.Name, samplev1alpha1.ReasonResourceExists)
+			foo = waitFooNotReady(t, ns, foo.Name, samplecontroller.ReasonResourceExists)
 			if msg := readyCondition(foo).Message; msg != tc.message {
 				t.Errorf("Ready message %q, want %q", msg, tc.message)
 			}
-			waitEvent(t, foo, samplev1alpha1.ReasonResourceExists)
+			waitEvent(t, foo, samplecontroller.ReasonResourceExists)
 		})
 	}
 	// Meanwhile both refused Foos are retried with backoff: still one event
@@ -151,6 +151,6 @@ func TestFoosAskingForTakenNamesAreRefusedWithoutTouchingTheOwner(t *testing.T) 
 		return nil
 	})
 	for _, holder := range []string{"foreign", "owned"} {
-		expectOneEvent(t, getFoo(t, ns, "wants-"+holder), corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
+		expectOneEvent(t, getFoo(t, ns, "wants-"+holder), corev1.EventTypeWarning, samplecontroller.ReasonResourceExists)
 	}
 }

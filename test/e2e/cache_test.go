@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -85,18 +86,18 @@ func TestCollisionsWithUncachedDeploymentsFoundAndNothingTouched(t *testing.T) {
 		colliding = append(colliding, createFoo(t, newFoo(ns, "wants-"+name, name, int32p(1))))
 	}
 	for i, foo := range colliding {
-		colliding[i] = waitFooNotReady(t, ns, foo.Name, samplev1alpha1.ReasonResourceExists)
+		colliding[i] = waitFooNotReady(t, ns, foo.Name, samplecontroller.ReasonResourceExists)
 		want := fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by no Foo)", foo.Spec.DeploymentName)
 		if msg := readyCondition(colliding[i]).Message; msg != want {
 			t.Errorf("Foo %s Ready message %q, want %q", foo.Name, msg, want)
 		}
-		waitEvent(t, foo, samplev1alpha1.ReasonResourceExists)
+		waitEvent(t, foo, samplecontroller.ReasonResourceExists)
 	}
 	// Each is retried with backoff meanwhile; each problem is reported once.
 	consistently(t, 2*time.Second, "one ResourceExists event per Foo", func(ctx context.Context) error {
 		var problems []string
 		for _, foo := range colliding {
-			events, err := fooEvents(ctx, ns, string(foo.UID), samplev1alpha1.ReasonResourceExists)
+			events, err := fooEvents(ctx, ns, string(foo.UID), samplecontroller.ReasonResourceExists)
 			if err != nil {
 				return err
 			}
@@ -125,7 +126,7 @@ func TestCollisionsWithUncachedDeploymentsFoundAndNothingTouched(t *testing.T) {
 		case d.ResourceVersion != was.ResourceVersion || !equality.Semantic.DeepEqual(d.Spec, was.Spec) ||
 			!equality.Semantic.DeepEqual(d.Labels, was.Labels):
 			t.Errorf("Deployment %s changed: resourceVersion %s (was %s), managers %v", d.Name, d.ResourceVersion, was.ResourceVersion, managers(&d))
-		case len(d.OwnerReferences) != 0 || touchedByController(&d) || d.Labels[samplev1alpha1.LabelManagedBy] != "":
+		case len(d.OwnerReferences) != 0 || touchedByController(&d) || d.Labels[samplecontroller.LabelManagedBy] != "":
 			t.Errorf("Deployment %s touched by the controller: owners %+v, managers %v, labels %v", d.Name, d.OwnerReferences, managers(&d), d.Labels)
 		}
 	}

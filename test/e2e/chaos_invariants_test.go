@@ -33,6 +33,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -124,9 +125,9 @@ func statusProblem(foo *samplev1alpha1.Foo, d *appsv1.Deployment) string {
 	switch {
 	case foo.Status.ObservedGeneration != foo.Generation:
 		return fmt.Sprintf("Foo %s: status observed generation %d, the Foo is at %d", foo.Name, foo.Status.ObservedGeneration, foo.Generation)
-	case got == nil || got.Status != metav1.ConditionTrue || got.Reason != samplev1alpha1.ReasonAvailable || got.Message != want ||
+	case got == nil || got.Status != metav1.ConditionTrue || got.Reason != samplecontroller.ReasonAvailable || got.Message != want ||
 		got.ObservedGeneration != foo.Generation:
-		return fmt.Sprintf("%s; want Ready True %s: %q", describeFoo(foo), samplev1alpha1.ReasonAvailable, want)
+		return fmt.Sprintf("%s; want Ready True %s: %q", describeFoo(foo), samplecontroller.ReasonAvailable, want)
 	case foo.Status.Replicas != n || foo.Status.AvailableReplicas != n:
 		return fmt.Sprintf("%s; want %d replicas, %d available", describeFoo(foo), n, n)
 	}

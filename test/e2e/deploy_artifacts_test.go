@@ -35,13 +35,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 // leaderElectionRole names the Role and RoleBinding of artifacts/deploy for
 // the Lease.
-const leaderElectionRole = samplev1alpha1.ControllerName + "-leader-election"
+const leaderElectionRole = samplecontroller.ControllerName + "-leader-election"
 
 // kubectl apply -k artifacts/deploy installs a working, locked-down
 // controller Deployment. Its pods are kwok's fakes: they become Ready but do
@@ -53,7 +53,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 
 	out := applyDeployArtifacts(t)
 	for _, object := range []string{
-		"customresourcedefinition.apiextensions.k8s.io/" + samplev1alpha1.FooCRDName,
+		"customresourcedefinition.apiextensions.k8s.io/" + samplecontroller.FooCRDName,
 		"namespace/" + deployNamespace,
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
@@ -63,7 +63,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"deployment.apps/" + deployName,
 		"poddisruptionbudget.policy/" + deployName,
-		"service/" + samplev1alpha1.ControllerName + "-metrics",
+		"service/" + samplecontroller.ControllerName + "-metrics",
 	} {
 		if !strings.Contains(out, object+" ") {
 			t.Errorf("kubectl apply -k %s does not report %s; output:\n%s", deployKustomization, object, out)

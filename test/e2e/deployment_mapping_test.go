@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 )
@@ -84,7 +85,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 
 			created, err := deployments.Create(context.Background(), object, metav1.CreateOptions{
 				DryRun:          dryRun,
-				FieldManager:    samplev1alpha1.ControllerName,
+				FieldManager:    samplecontroller.ControllerName,
 				FieldValidation: metav1.FieldValidationStrict,
 			})
 			if err != nil {
@@ -96,7 +97,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 
 			applied, err := deployments.Apply(context.Background(), desired, metav1.ApplyOptions{
 				DryRun:       dryRun,
-				FieldManager: samplev1alpha1.ControllerName,
+				FieldManager: samplecontroller.ControllerName,
 				Force:        true,
 			})
 			if err != nil {
@@ -128,7 +129,7 @@ func checkMapping(d *appsv1.Deployment, foo *samplev1alpha1.Foo, controllerLabel
 	switch {
 	case d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace:
 		return fmt.Errorf("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
-	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}):
+	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, samplecontroller.LabelManagedBy: samplecontroller.ControllerName}):
 		return fmt.Errorf("labels %v", d.Labels)
 	case d.Spec.Selector == nil || !maps.Equal(d.Spec.Selector.MatchLabels, pods):
 		return fmt.Errorf("selector %v, want %v", d.Spec.Selector, pods)

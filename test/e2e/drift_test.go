@@ -30,7 +30,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/util/retry"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/contract"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -61,7 +61,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 			return err
 		}
 		d.Spec.Template.Spec.Containers[0].Image = foreignImage
-		delete(d.Labels, samplev1alpha1.LabelController)
+		delete(d.Labels, samplecontroller.LabelController)
 		d.Labels["team"] = "payments"
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
@@ -73,7 +73,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[samplev1alpha1.LabelController] != "" {
+	if edited.Spec.Template.Spec.Containers[0].Image != foreignImage || edited.Labels[samplecontroller.LabelController] != "" {
 		t.Fatalf("the hand edit did not stick: %+v", edited.Labels)
 	}
 
@@ -95,7 +95,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		repaired = d
 		return true, nil
 	})
-	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
+	waitEventCount(t, foo, samplecontroller.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
 	waitFooReady(t, ns, foo.Name)
 
 	// Repaired once (one apply, one event), and no tug of war afterwards.
@@ -123,7 +123,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 		}
 		return nil
 	})
-	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
+	waitEventCount(t, foo, samplecontroller.ReasonSynced, `Updated Deployment drift: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`, 1)
 	settled, err := getDeployment(context.Background(), ns, "drift")
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen, err := deployments.Create(context.Background(), object, metav1.CreateOptions{FieldManager: samplev1alpha1.ControllerName})
+	seen, err := deployments.Create(context.Background(), object, metav1.CreateOptions{FieldManager: samplecontroller.ControllerName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// The stale replica still sees the first version and asks for 1.
 	_, err = deployments.Apply(context.Background(),
 		contract.DesiredDeployment(foo).WithResourceVersion(seen.ResourceVersion),
-		metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("apply on resourceVersion %s after %s: %v, want 409 Conflict", seen.ResourceVersion, scaled.ResourceVersion, err)
 	}
@@ -206,7 +206,7 @@ func applyOnCurrentVersion(ns string, desired *appsv1ac.DeploymentApplyConfigura
 		}
 		*applied, err = cluster.Kube.AppsV1().Deployments(ns).Apply(context.Background(),
 			desired.WithResourceVersion(current.ResourceVersion),
-			metav1.ApplyOptions{FieldManager: samplev1alpha1.ControllerName, Force: true})
+			metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 		return err
 	}
 }

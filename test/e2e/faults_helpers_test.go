@@ -39,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -255,9 +256,9 @@ func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) converg
 	for i := range deployments {
 		d := &deployments[i]
 		ref := metav1.GetControllerOf(d)
-		if ref == nil || ref.Kind != samplev1alpha1.FooKind {
-			if d.Labels[samplev1alpha1.LabelManagedBy] == samplev1alpha1.ControllerName {
-				c.problems = append(c.problems, fmt.Sprintf("orphan Deployment %s: labelled managed-by %s, controlled by no Foo", d.Name, samplev1alpha1.ControllerName))
+		if ref == nil || ref.Kind != samplecontroller.FooKind {
+			if d.Labels[samplecontroller.LabelManagedBy] == samplecontroller.ControllerName {
+				c.problems = append(c.problems, fmt.Sprintf("orphan Deployment %s: labelled managed-by %s, controlled by no Foo", d.Name, samplecontroller.ControllerName))
 			}
 			continue
 		}
@@ -362,7 +363,7 @@ func (r *faultRun) expectAtMostOneWarningPerProblem(t *testing.T) {
 	t.Helper()
 	perProblem := map[string][]corev1.Event{}
 	for _, e := range namespaceEvents(t, r.ns) {
-		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == samplev1alpha1.FooKind {
+		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == samplecontroller.FooKind {
 			key := e.InvolvedObject.Name + " " + e.Reason
 			perProblem[key] = append(perProblem[key], e)
 		}

@@ -42,7 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -276,7 +276,7 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 			break
 		}
 		ref := metav1.GetControllerOf(&d)
-		if ref == nil || ref.Kind != samplev1alpha1.FooKind {
+		if ref == nil || ref.Kind != samplecontroller.FooKind {
 			continue
 		}
 		patch := fmt.Sprintf(`{"spec":{"deploymentName":%q}}`, d.Name+"-renamed")

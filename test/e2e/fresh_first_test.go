@@ -26,7 +26,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // A Foo a user creates while the controller works through a cold-start
@@ -45,7 +45,7 @@ func TestFreshFooIsSyncedAheadOfTheColdStartBacklog(t *testing.T) {
 	fresh := createFoo(t, newFoo(ns, "fresh", "fresh", int32p(1)))
 	created := time.Now()
 
-	managed := metav1.ListOptions{LabelSelector: samplev1alpha1.LabelManagedBy + "=" + samplev1alpha1.ControllerName}
+	managed := metav1.ListOptions{LabelSelector: samplecontroller.LabelManagedBy + "=" + samplecontroller.ControllerName}
 	var before int
 	eventually(t, convergeTimeout, "the fresh Foo's Deployment", func(ctx context.Context) (bool, error) {
 		if _, err := getDeployment(ctx, ns, fresh.Name); err != nil {

@@ -29,7 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 const (
@@ -40,9 +40,9 @@ const (
 	// artifacts/deploy uses: the Namespace, the ServiceAccount, the
 	// Deployment, the ClusterRole and its binding, and the Lease the
 	// leader election Role allows (resourceNames).
-	deployNamespace      = samplev1alpha1.ControllerName
-	deployServiceAccount = samplev1alpha1.ControllerName
-	deployName           = samplev1alpha1.ControllerName
+	deployNamespace      = samplecontroller.ControllerName
+	deployServiceAccount = samplecontroller.ControllerName
+	deployName           = samplecontroller.ControllerName
 )
 
 // applyDeployArtifacts runs kubectl apply -k artifacts/deploy from the

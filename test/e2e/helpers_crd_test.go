@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -72,8 +73,8 @@ func standardCRD(t *testing.T) *unstructured.Unstructured {
 	if err := crd.UnmarshalJSON(js); err != nil {
 		t.Fatal(err)
 	}
-	if crd.GetName() != samplev1alpha1.FooCRDName {
-		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplev1alpha1.FooCRDName)
+	if crd.GetName() != samplecontroller.FooCRDName {
+		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplecontroller.FooCRDName)
 	}
 	return crd
 }
@@ -99,7 +100,7 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 	client := crds(t)
 	eventually(t, 2*convergeTimeout, "the Foo CRD to be written", func(ctx context.Context) (bool, error) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			current, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+			current, err := client.Get(ctx, samplecontroller.FooCRDName, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				_, err = client.Create(ctx, desired.DeepCopy(), metav1.CreateOptions{})
 				return err
@@ -108,7 +109,7 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 				return err
 			}
 			if current.GetDeletionTimestamp() != nil {
-				return fmt.Errorf("CRD %s is being deleted", samplev1alpha1.FooCRDName)
+				return fmt.Errorf("CRD %s is being deleted", samplecontroller.FooCRDName)
 			}
 			updated := current.DeepCopy()
 			updated.Object["spec"] = desired.DeepCopy().Object["spec"]
@@ -132,12 +133,12 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 func deleteCRD(t *testing.T) {
 	t.Helper()
 	client := crds(t)
-	err := client.Delete(context.Background(), samplev1alpha1.FooCRDName, metav1.DeleteOptions{})
+	err := client.Delete(context.Background(), samplecontroller.FooCRDName, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	eventually(t, 2*convergeTimeout, "the Foo CRD to be gone", func(ctx context.Context) (bool, error) {
-		_, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+		_, err := client.Get(ctx, samplecontroller.FooCRDName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -152,7 +153,7 @@ func waitCRDEstablished(t *testing.T) {
 	t.Helper()
 	client := crds(t)
 	eventually(t, convergeTimeout, "the Foo CRD to be Established", func(ctx context.Context) (bool, error) {
-		crd, err := client.Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{})
+		crd, err := client.Get(ctx, samplecontroller.FooCRDName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -188,7 +189,7 @@ func waitFooAPI(t *testing.T, what string, ok func(api *apicheck.FooAPI) bool) {
 // withSubresources is the Foo API of the standard CRD: foos with status and
 // scale, and nothing missing from the published schema.
 func withSubresources(api *apicheck.FooAPI) bool {
-	return api.Resources[samplev1alpha1.FooResource] && len(api.Missing()) == 0
+	return api.Resources[samplecontroller.FooResource] && len(api.Missing()) == 0
 }
 
 // notServed is the Foo API of a cluster without the Foo CRD.

@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -51,7 +52,7 @@ func checkControlledBy(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
 		return fmt.Errorf("Deployment %s has %d owner references, want 1: %+v", d.Name, len(refs), refs)
 	}
 	ref := refs[0]
-	if ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || ref.Kind != samplev1alpha1.FooKind || ref.Name != foo.Name ||
+	if ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || ref.Kind != samplecontroller.FooKind || ref.Name != foo.Name ||
 		ref.UID != foo.UID || ref.Controller == nil || !*ref.Controller ||
 		ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		return fmt.Errorf("Deployment %s owner reference %+v (controller=%v blockOwnerDeletion=%v) is not the controller reference of Foo %s uid %s",
@@ -73,23 +74,23 @@ func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 	if err := checkControlledBy(d, foo); err != nil {
 		return err
 	}
-	controller := d.Labels[samplev1alpha1.LabelController]
+	controller := d.Labels[samplecontroller.LabelController]
 	if err := checkControllerLabel(controller, foo.Name); err != nil {
 		return fmt.Errorf("Deployment %s: %w", d.Name, err)
 	}
-	wantLabels := map[string]string{samplev1alpha1.LabelApp: "nginx", samplev1alpha1.LabelManagedBy: samplev1alpha1.ControllerName}
+	wantLabels := map[string]string{samplecontroller.LabelApp: "nginx", samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
 	for k, v := range wantLabels {
 		if d.Labels[k] != v {
 			return fmt.Errorf("Deployment %s label %s=%q, want %q (labels %v)", d.Name, k, d.Labels[k], v, d.Labels)
 		}
 	}
 	if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) != 2 ||
-		d.Spec.Selector.MatchLabels[samplev1alpha1.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplev1alpha1.LabelController] != controller {
+		d.Spec.Selector.MatchLabels[samplecontroller.LabelApp] != "nginx" || d.Spec.Selector.MatchLabels[samplecontroller.LabelController] != controller {
 		return fmt.Errorf("Deployment %s selector %v", d.Name, d.Spec.Selector)
 	}
-	if pod := d.Spec.Template.Labels; pod[samplev1alpha1.LabelApp] != "nginx" || pod[samplev1alpha1.LabelController] != controller {
+	if pod := d.Spec.Template.Labels; pod[samplecontroller.LabelApp] != "nginx" || pod[samplecontroller.LabelController] != controller {
 		return fmt.Errorf("Deployment %s pod template labels %v, want %s=nginx and %s=%s", d.Name, pod,
-			samplev1alpha1.LabelApp, samplev1alpha1.LabelController, controller)
+			samplecontroller.LabelApp, samplecontroller.LabelController, controller)
 	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != specReplicas(foo) {
 		return fmt.Errorf("Deployment %s spec.replicas %v, want %d", d.Name, d.Spec.Replicas, specReplicas(foo))
@@ -229,7 +230,7 @@ func managers(obj metav1.Object) []string {
 // touchedByController reports whether the controller ever wrote the object.
 func touchedByController(obj metav1.Object) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == samplev1alpha1.ControllerName {
+		if mf.Manager == samplecontroller.ControllerName {
 			return true
 		}
 	}

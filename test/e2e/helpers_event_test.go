@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -79,8 +80,8 @@ func expectOneEvent(t *testing.T, foo *samplev1alpha1.Foo, eventType, reason str
 		t.Fatalf("Foo %s: %d %s events, want exactly 1: %s", foo.Name, len(events), reason, describeEvents(events))
 	}
 	e := events[0]
-	if e.Type != eventType || e.Count != 1 || e.Source.Component != samplev1alpha1.ControllerName {
-		t.Fatalf("Foo %s: event %s, want type %s, count 1, source %s", foo.Name, describeEvents(events), eventType, samplev1alpha1.ControllerName)
+	if e.Type != eventType || e.Count != 1 || e.Source.Component != samplecontroller.ControllerName {
+		t.Fatalf("Foo %s: event %s, want type %s, count 1, source %s", foo.Name, describeEvents(events), eventType, samplecontroller.ControllerName)
 	}
 	return e
 }
@@ -101,7 +102,7 @@ func waitEventCount(t *testing.T, foo *samplev1alpha1.Foo, reason, message strin
 				matching = append(matching, e)
 			}
 		}
-		if len(matching) != 1 || matching[0].Count != count || matching[0].Source.Component != samplev1alpha1.ControllerName {
+		if len(matching) != 1 || matching[0].Count != count || matching[0].Source.Component != samplecontroller.ControllerName {
 			return false, fmt.Errorf("events %s", describeEvents(events))
 		}
 		return true, nil

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -115,7 +116,7 @@ func updateFoo(t *testing.T, ns, name string, mutate func(*samplev1alpha1.Foo)) 
 }
 
 func readyCondition(foo *samplev1alpha1.Foo) *metav1.Condition {
-	return meta.FindStatusCondition(foo.Status.Conditions, samplev1alpha1.ConditionReady)
+	return meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 }
 
 func specReplicas(foo *samplev1alpha1.Foo) int32 {
@@ -159,7 +160,7 @@ func waitFoo(t *testing.T, ns, name, what string, ok func(*samplev1alpha1.Foo) b
 // generation, every replica the spec asks for available.
 func isReady(foo *samplev1alpha1.Foo) bool {
 	c := readyCondition(foo)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == samplev1alpha1.ReasonAvailable &&
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == samplecontroller.ReasonAvailable &&
 		c.ObservedGeneration == foo.Generation &&
 		foo.Status.ObservedGeneration == foo.Generation &&
 		foo.Status.AvailableReplicas == specReplicas(foo) &&

@@ -51,7 +51,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -96,7 +96,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	controllerBin = filepath.Join(outDir, samplev1alpha1.ControllerName)
+	controllerBin = filepath.Join(outDir, samplecontroller.ControllerName)
 	if err := framework.BuildController(root, controllerBin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

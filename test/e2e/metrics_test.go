@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
@@ -137,12 +138,12 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns + "-" + sa},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplev1alpha1.FooResource}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplecontroller.FooResource}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// At start the controller reads the Foo CRD to check it.
-			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{samplev1alpha1.FooCRDName}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{samplecontroller.FooCRDName}, Verbs: []string{"get"}},
 		},
 	}
 	clusterRoles := cluster.Kube.RbacV1().ClusterRoles()

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // Without the CRD the controller says what to do and exits non-zero.
@@ -35,5 +35,5 @@ func TestWithoutCRDControllerExitsNonZeroSayingWhatToDo(t *testing.T) {
 	deleteCRD(t)
 
 	c := startController(t, "controller", controllerArgs(ns)...)
-	expectExitSaying(t, c, time.Minute, samplev1alpha1.FooCRDName, "kubectl apply -f "+crdManifest)
+	expectExitSaying(t, c, time.Minute, samplecontroller.FooCRDName, "kubectl apply -f "+crdManifest)
 }

@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -58,7 +59,7 @@ const (
 	alertTimeout = 90 * time.Second
 	// metricsServiceName and metricsPortName are the Service and port of
 	// artifacts/deploy that the shipped job keeps.
-	metricsServiceName = samplev1alpha1.ControllerName + "-metrics"
+	metricsServiceName = samplecontroller.ControllerName + "-metrics"
 	metricsPortName    = "metrics"
 	// e2ePod is the pod name the static target claims to be.
 	e2ePod = "sample-controller-e2e"
@@ -134,7 +135,7 @@ func startMonitoredController(t *testing.T, name, ns string, port int) *framewor
 		if err != nil {
 			return false, err
 		}
-		v, _ := leaderGauge(samples, samplev1alpha1.ControllerName)
+		v, _ := leaderGauge(samples, samplecontroller.ControllerName)
 		return v == 1, nil
 	})
 	return c
@@ -310,7 +311,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	quotas := cluster.Kube.CoreV1().ResourceQuotas(ns)
 	quota := limitDeployments(t, ns, "one-deployment", 1)
 	refused := createFoo(t, newFoo(ns, "refused", "refused", int32p(1)))
-	waitFooNotReady(t, ns, refused.Name, samplev1alpha1.ReasonFailedCreate)
+	waitFooNotReady(t, ns, refused.Name, samplecontroller.ReasonFailedCreate)
 
 	t.Run("SyncErrors and RequestsRefused fire", func(t *testing.T) {
 		waitAlert(t, prom, "SampleControllerSyncErrors", map[string]string{"namespace": ns}, "firing")
@@ -318,7 +319,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	})
 	foosServed := func(t *testing.T) {
 		t.Helper()
-		series, err := prom.Query(context.Background(), metrics.Subsystem+`_foos{job="`+samplev1alpha1.ControllerName+`"}`)
+		series, err := prom.Query(context.Background(), metrics.Subsystem+`_foos{job="`+samplecontroller.ControllerName+`"}`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +327,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 			t.Fatal("the controller serves no samplecontroller_foos")
 		}
 	}
-	notReady := map[string]string{"namespace": ns, "ready": "False", "reason": samplev1alpha1.ReasonFailedCreate}
+	notReady := map[string]string{"namespace": ns, "ready": "False", "reason": samplecontroller.ReasonFailedCreate}
 	t.Run("FoosNotReady fires", func(t *testing.T) {
 		foosServed(t)
 		a := waitAlert(t, prom, "SampleControllerFoosNotReady", notReady, "firing")

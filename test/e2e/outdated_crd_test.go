@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -80,11 +81,11 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 			// The controller is started once the cluster serves the edited
 			// CRD: what it then says is its own reading.
 			waitFooAPI(t, name, func(api *apicheck.FooAPI) bool {
-				return api.Resources[samplev1alpha1.FooResource] && strings.Join(api.Missing(), "; ") == tc.missing
+				return api.Resources[samplecontroller.FooResource] && strings.Join(api.Missing(), "; ") == tc.missing
 			})
 
 			c := startController(t, "controller", controllerArgs(ns)...)
-			expectExitSaying(t, c, time.Minute, samplev1alpha1.FooCRDName+" is outdated: "+tc.missing+"; update it with: kubectl apply -f "+crdManifest)
+			expectExitSaying(t, c, time.Minute, samplecontroller.FooCRDName+" is outdated: "+tc.missing+"; update it with: kubectl apply -f "+crdManifest)
 		})
 	}
 }
@@ -109,7 +110,7 @@ func TestStatusPrunedUnderARunningControllerIsReportedOnce(t *testing.T) {
 
 	// A change the controller reports in status: the write loses fields.
 	updateFoo(t, ns, foo.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(2) })
-	waitEvent(t, foo, samplev1alpha1.ReasonStatusPruned)
+	waitEvent(t, foo, samplecontroller.ReasonStatusPruned)
 	settled := waitFoo(t, ns, foo.Name, "status.availableReplicas 2 (the field the old schema keeps)", func(f *samplev1alpha1.Foo) bool {
 		return f.Status.AvailableReplicas == 2
 	})
@@ -123,8 +124,8 @@ func TestStatusPrunedUnderARunningControllerIsReportedOnce(t *testing.T) {
 		}
 		return nil
 	})
-	e := expectOneEvent(t, foo, corev1.EventTypeWarning, samplev1alpha1.ReasonStatusPruned)
-	for _, want := range []string{"status.conditions", samplev1alpha1.FooCRDName + " is outdated", "kubectl apply -f " + crdManifest} {
+	e := expectOneEvent(t, foo, corev1.EventTypeWarning, samplecontroller.ReasonStatusPruned)
+	for _, want := range []string{"status.conditions", samplecontroller.FooCRDName + " is outdated", "kubectl apply -f " + crdManifest} {
 		if !strings.Contains(e.Message, want) {
 			t.Errorf("event message %q does not say %q", e.Message, want)
 		}

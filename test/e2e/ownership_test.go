@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -49,7 +50,7 @@ func TestRenameMovesDeployment(t *testing.T) {
 	waitManagedDeployment(t, ns, "deploy-b", foo)
 	waitDeploymentGone(t, ns, "deploy-a")
 	waitFooReady(t, ns, foo.Name)
-	waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Deleted Deployment deploy-a: spec.deploymentName is now deploy-b", 1)
+	waitEventCount(t, foo, samplecontroller.ReasonSynced, "Deleted Deployment deploy-a: spec.deploymentName is now deploy-b", 1)
 }
 
 // Of two Foos asking for one Deployment name the first keeps it, and the
@@ -67,11 +68,11 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 
 	errorsBefore := reconciles(scrape(t, c), "error")
 	second := createFoo(t, newFoo(ns, "second", "shared", int32p(2)))
-	second = waitFooNotReady(t, ns, second.Name, samplev1alpha1.ReasonResourceExists)
+	second = waitFooNotReady(t, ns, second.Name, samplecontroller.ReasonResourceExists)
 	if msg := readyCondition(second).Message; !strings.Contains(msg, `Deployment "shared" already exists`) || !strings.Contains(msg, `Foo "first"`) {
 		t.Errorf("Ready message %q does not name the Deployment and its Foo", msg)
 	}
-	waitEvent(t, second, samplev1alpha1.ReasonResourceExists)
+	waitEvent(t, second, samplecontroller.ReasonResourceExists)
 
 	// The refused Foo is retried with exponential backoff (from
 	// RetryBaseDelay, doubling). Once it has failed often enough that its
@@ -99,7 +100,7 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 	if d.UID != original.UID || checkManagedDeployment(d, first) != nil {
 		t.Fatalf("the first Foo lost its Deployment: uid %s (was %s): %v", d.UID, original.UID, checkManagedDeployment(d, first))
 	}
-	expectOneEvent(t, second, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
+	expectOneEvent(t, second, corev1.EventTypeWarning, samplecontroller.ReasonResourceExists)
 
 	deleteFoo(t, ns, first.Name)
 	freed := time.Now()
@@ -115,7 +116,7 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 	})
 	t.Logf("the second Foo got the Deployment %v after the first Foo's deletion", time.Since(freed).Round(time.Millisecond))
 	waitFooReady(t, ns, second.Name)
-	expectOneEvent(t, second, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
+	expectOneEvent(t, second, corev1.EventTypeWarning, samplecontroller.ReasonResourceExists)
 }
 
 func deleteFoo(t *testing.T, ns, name string) {
@@ -138,7 +139,7 @@ func waitGarbageCollectorKnowsFoos(t *testing.T, ns string) {
 	cm, err := cluster.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "gc-probe",
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplev1alpha1.FooKind, Name: foo.Name, UID: foo.UID,
+			APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind, Name: foo.Name, UID: foo.UID,
 		}},
 	}}, metav1.CreateOptions{})
 	if err != nil {

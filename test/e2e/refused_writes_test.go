@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
@@ -63,7 +64,7 @@ func TestQuotaRefusalIsReportedAndConvergesWhenRaised(t *testing.T) {
 	first := createFoo(t, newFoo(ns, "first", "first", int32p(1)))
 	waitFooReady(t, ns, first.Name)
 	second := createFoo(t, newFoo(ns, "second", "second", int32p(1)))
-	second = expectRefusal(t, ns, second.Name, samplev1alpha1.ReasonFailedCreate, "exceeded quota: one-deployment")
+	second = expectRefusal(t, ns, second.Name, samplecontroller.ReasonFailedCreate, "exceeded quota: one-deployment")
 	failures := reconciles(scrape(t, c), "error")
 
 	// The cause goes away.
@@ -77,7 +78,7 @@ func TestQuotaRefusalIsReportedAndConvergesWhenRaised(t *testing.T) {
 	}
 	second = waitFooReady(t, ns, second.Name)
 	waitManagedDeployment(t, ns, "second", second)
-	expectOneEvent(t, second, corev1.EventTypeWarning, samplev1alpha1.ReasonFailedCreate)
+	expectOneEvent(t, second, corev1.EventTypeWarning, samplecontroller.ReasonFailedCreate)
 	t.Logf("failed syncs of the refused Foo before the quota was raised: %v (retried with backoff)", failures)
 }
 
@@ -133,12 +134,12 @@ func TestAdmissionPolicyDenialIsReportedAndConvergesWhenLifted(t *testing.T) {
 
 	// Create refused.
 	big := createFoo(t, newFoo(ns, "big", "big", int32p(6)))
-	expectRefusal(t, ns, big.Name, samplev1alpha1.ReasonFailedCreate, "at most 5 replicas per Deployment")
+	expectRefusal(t, ns, big.Name, samplecontroller.ReasonFailedCreate, "at most 5 replicas per Deployment")
 	// Update refused: a Foo that was fine, scaled beyond the policy.
 	grown := createFoo(t, newFoo(ns, "grown", "grown", int32p(2)))
 	waitFooReady(t, ns, grown.Name)
 	updateFoo(t, ns, grown.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(7) })
-	expectRefusal(t, ns, grown.Name, samplev1alpha1.ReasonFailedUpdate, "at most 5 replicas per Deployment")
+	expectRefusal(t, ns, grown.Name, samplecontroller.ReasonFailedUpdate, "at most 5 replicas per Deployment")
 	if d, err := getDeployment(context.Background(), ns, "grown"); err != nil || *d.Spec.Replicas != 2 {
 		t.Fatalf("the refused update changed the Deployment: %v", err)
 	}

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -65,7 +66,7 @@ func TestSIGTERMWithBacklogFinishesSyncsInHandAndExits(t *testing.T) {
 		if samples, err = framework.ScrapeURL(ctx, c.MetricsURL()); err != nil {
 			return false, err
 		}
-		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: samplev1alpha1.LabelManagedBy + "=" + samplev1alpha1.ControllerName})
+		list, err := cluster.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: samplecontroller.LabelManagedBy + "=" + samplecontroller.ControllerName})
 		if err != nil {
 			return false, err
 		}
@@ -123,7 +124,7 @@ func TestSIGTERMWithBacklogFinishesSyncsInHandAndExits(t *testing.T) {
 		if _, ok := before[name]; ok {
 			continue
 		}
-		events, err := fooEvents(context.Background(), ns, string(foo), samplev1alpha1.ReasonSynced)
+		events, err := fooEvents(context.Background(), ns, string(foo), samplecontroller.ReasonSynced)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestSIGTERMWithBacklogFinishesSyncsInHandAndExits(t *testing.T) {
 func managedDeployments(t *testing.T, ns string) map[string]types.UID {
 	t.Helper()
 	list, err := cluster.Kube.AppsV1().Deployments(ns).List(context.Background(),
-		metav1.ListOptions{LabelSelector: samplev1alpha1.LabelManagedBy + "=" + samplev1alpha1.ControllerName})
+		metav1.ListOptions{LabelSelector: samplecontroller.LabelManagedBy + "=" + samplecontroller.ControllerName})
 	if err != nil {
 		t.Fatal(err)
 	}

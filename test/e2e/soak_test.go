@@ -40,7 +40,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 	"github.com/kube-samples/sample-controller/test/monitoring"
 )
@@ -119,7 +119,7 @@ func (sm *sampler) sample() {
 	watches := math.NaN()
 	if api, err := cluster.ScrapeAPIServer(ctx); err == nil {
 		watches = framework.Sum(api, "apiserver_longrunning_requests", func(l map[string]string) bool {
-			return l["verb"] == "WATCH" && (l["resource"] == samplev1alpha1.FooResource || l["resource"] == "deployments")
+			return l["verb"] == "WATCH" && (l["resource"] == samplecontroller.FooResource || l["resource"] == "deployments")
 		})
 	}
 	holder := ""

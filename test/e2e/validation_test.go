@@ -28,7 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // With a CRD that does not validate, the controller refuses an invalid
@@ -65,12 +65,12 @@ func TestControllerRefusesInvalidSpecOnceWithoutSchema(t *testing.T) {
 	waitControllerReady(t, c)
 
 	foo := createFoo(t, badNameFoo(ns, "bad-name"))
-	foo = waitFooNotReady(t, ns, foo.Name, samplev1alpha1.ReasonInvalidSpec)
+	foo = waitFooNotReady(t, ns, foo.Name, samplecontroller.ReasonInvalidSpec)
 	msg := readyCondition(foo).Message
 	if !strings.Contains(msg, "spec.deploymentName") || !strings.Contains(msg, "Bad_Name") {
 		t.Errorf("Ready message %q does not name spec.deploymentName and its value", msg)
 	}
-	waitEvent(t, foo, samplev1alpha1.ReasonInvalidSpec)
+	waitEvent(t, foo, samplecontroller.ReasonInvalidSpec)
 	before := scrape(t, c)
 	// Measured over a window: a Foo requeued with backoff would fail again
 	// within it (the retries of the first seconds come at 1.3 s, 2.6 s).
@@ -91,7 +91,7 @@ func TestControllerRefusesInvalidSpecOnceWithoutSchema(t *testing.T) {
 		}
 		return nil
 	})
-	e := expectOneEvent(t, foo, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
+	e := expectOneEvent(t, foo, corev1.EventTypeWarning, samplecontroller.ReasonInvalidSpec)
 	if e.Message != msg {
 		t.Errorf("event message %q, want the Ready message %q", e.Message, msg)
 	}

@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -69,7 +70,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	// and a cluster reused from an earlier, interrupted run (E2E_KUBECONFIG)
 	// may hold what this test creates. Removing the CRD removes every Foo,
 	// and the garbage collector their Deployments.
-	if _, err := crds(t).Get(ctx, samplev1alpha1.FooCRDName, metav1.GetOptions{}); err == nil {
+	if _, err := crds(t).Get(ctx, samplecontroller.FooCRDName, metav1.GetOptions{}); err == nil {
 		t.Logf("the Foo CRD exists already; deleting it so that the first step installs it as a user does")
 		deleteCRD(t)
 	}
@@ -104,10 +105,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	step("example_foo_gets_its_deployment_and_becomes_ready", func(t *testing.T) {
 		out := kubectl(t, "create", "-f", crdManifest)
-		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+samplev1alpha1.FooCRDName+" created") {
+		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+samplecontroller.FooCRDName+" created") {
 			t.Fatalf("kubectl create -f %s: %s", crdManifest, out)
 		}
-		kubectl(t, "wait", "--for=condition=Established", "crd/"+samplev1alpha1.FooCRDName, "--timeout=60s")
+		kubectl(t, "wait", "--for=condition=Established", "crd/"+samplecontroller.FooCRDName, "--timeout=60s")
 		// The controller reads discovery once, at start.
 		waitFooAPI(t, "foos, foos/status and foos/scale, and the full schema", withSubresources)
 
@@ -146,8 +147,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if !strings.Contains(out, "foo.samplecontroller.k8s.io/"+fooName+" condition met") {
 			t.Fatalf("kubectl wait: %s", out)
 		}
-		waitEvent(t, foo, samplev1alpha1.ReasonSynced)
-		if e := expectOneEvent(t, foo, corev1.EventTypeNormal, samplev1alpha1.ReasonSynced); e.Message != "Created Deployment "+fooName {
+		waitEvent(t, foo, samplecontroller.ReasonSynced)
+		if e := expectOneEvent(t, foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced); e.Message != "Created Deployment "+fooName {
 			t.Fatalf("Synced event message %q, want %q", e.Message, "Created Deployment "+fooName)
 		}
 	})
@@ -159,7 +160,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if foo.Status.AvailableReplicas != 3 {
 			t.Fatalf("status.availableReplicas %d, want 3", foo.Status.AvailableReplicas)
 		}
-		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 1)
+		waitEventCount(t, foo, samplecontroller.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 1)
 		d, err := deployments.Get(ctx, fooName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +192,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		})
 		// The same event as for the scale to 3 in the step before, now seen
 		// twice.
-		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 2)
+		waitEventCount(t, foo, samplecontroller.ReasonSynced, "Updated Deployment "+fooName+": .spec.replicas", 2)
 		deployment = waitManagedDeployment(t, ns, fooName, foo)
 		if deployment.UID != before.UID {
 			t.Fatalf("Deployment replaced (uid %s, was %s); want it updated in place", deployment.UID, before.UID)
@@ -216,7 +217,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Logf("Deployment recreated: uid %s (was %s)", deployment.UID, old.UID)
 		// The same event as for the creation in the first step, now seen
 		// twice.
-		waitEventCount(t, foo, samplev1alpha1.ReasonSynced, "Created Deployment "+fooName, 2)
+		waitEventCount(t, foo, samplecontroller.ReasonSynced, "Created Deployment "+fooName, 2)
 		foo = waitFooReady(t, ns, fooName)
 	})
 
@@ -263,15 +264,15 @@ func TestReadmeWalkthrough(t *testing.T) {
 		})
 
 		createFoo(t, newFoo(ns, rivalName, takenName, int32p(2)))
-		rival := waitFooNotReady(t, ns, rivalName, samplev1alpha1.ReasonResourceExists)
+		rival := waitFooNotReady(t, ns, rivalName, samplecontroller.ReasonResourceExists)
 		if msg := readyCondition(rival).Message; !strings.Contains(msg, `Deployment "`+takenName+`" already exists`) {
 			t.Fatalf("Ready message %q does not name the Deployment", msg)
 		}
-		waitEvent(t, rival, samplev1alpha1.ReasonResourceExists)
+		waitEvent(t, rival, samplecontroller.ReasonResourceExists)
 		// The controller keeps retrying with backoff; the event must still
 		// be the one recorded the first time.
 		consistently(t, 5*time.Second, "exactly one ResourceExists event", func(ctx context.Context) error {
-			events, err := fooEvents(ctx, ns, string(rival.UID), samplev1alpha1.ReasonResourceExists)
+			events, err := fooEvents(ctx, ns, string(rival.UID), samplecontroller.ReasonResourceExists)
 			if err != nil {
 				return err
 			}
@@ -280,11 +281,11 @@ func TestReadmeWalkthrough(t *testing.T) {
 			}
 			return nil
 		})
-		e := expectOneEvent(t, rival, corev1.EventTypeWarning, samplev1alpha1.ReasonResourceExists)
+		e := expectOneEvent(t, rival, corev1.EventTypeWarning, samplecontroller.ReasonResourceExists)
 		if e.Message != readyCondition(rival).Message {
 			t.Fatalf("event message %q, want the Ready message %q", e.Message, readyCondition(rival).Message)
 		}
-		if events, _ := fooEvents(ctx, ns, string(rival.UID), samplev1alpha1.ReasonSynced); len(events) != 0 {
+		if events, _ := fooEvents(ctx, ns, string(rival.UID), samplecontroller.ReasonSynced); len(events) != 0 {
 			t.Fatalf("Synced events on the refused Foo: %s", describeEvents(events))
 		}
 
@@ -332,7 +333,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			return reconciles(samples, "success") >= 1, nil
 		})
 
-		list, err := deployments.List(ctx, metav1.ListOptions{LabelSelector: samplev1alpha1.LabelController + "=" + fooName})
+		list, err := deployments.List(ctx, metav1.ListOptions{LabelSelector: samplecontroller.LabelController + "=" + fooName})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +344,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			}
 		}
 		if len(list.Items) != 1 || len(controlled) != 1 {
-			t.Fatalf("%d Deployments labelled %s=%s, %d controlled by the Foo (%v); want exactly one", len(list.Items), samplev1alpha1.LabelController, fooName, len(controlled), controlled)
+			t.Fatalf("%d Deployments labelled %s=%s, %d controlled by the Foo (%v); want exactly one", len(list.Items), samplecontroller.LabelController, fooName, len(controlled), controlled)
 		}
 		if got := list.Items[0]; got.UID != deployment.UID || checkManagedDeployment(&got, foo) != nil {
 			t.Fatalf("Deployment after restart: uid %s (was %s): %v", got.UID, deployment.UID, checkManagedDeployment(&got, foo))

@@ -31,7 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -140,7 +140,7 @@ func describeWritesAfter(f auditFindings, account int, since time.Time) string {
 	byCode := map[string]int{}
 	for i := range f.events {
 		e := &f.events[i]
-		if e.User.Username != user || e.Received.Before(since) || (e.ObjectRef.Resource != samplev1alpha1.FooResource && e.ObjectRef.Resource != "deployments") {
+		if e.User.Username != user || e.Received.Before(since) || (e.ObjectRef.Resource != samplecontroller.FooResource && e.ObjectRef.Resource != "deployments") {
 			continue
 		}
 		code := 0

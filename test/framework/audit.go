@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 )
@@ -71,7 +72,7 @@ rules:
       - group: coordination.k8s.io
         resources: ["leases"]
   - level: None
-`, leaseNamespace, samplev1alpha1.SchemeGroupVersion.Group, samplev1alpha1.FooResource)
+`, leaseNamespace, samplev1alpha1.SchemeGroupVersion.Group, samplecontroller.FooResource)
 }
 
 // AuditEvent is what the checks read of an audit.k8s.io/v1 Event.
@@ -200,14 +201,14 @@ func (e *AuditEvent) String() string {
 // controllerAgent is the controller's user agent, naming its replica:
 // sample-controller/<hostname>_<uuid>, with /leader-election for the Lease
 // client.
-var controllerAgent = regexp.MustCompile(`^` + regexp.QuoteMeta(samplev1alpha1.ControllerName) +
+var controllerAgent = regexp.MustCompile(`^` + regexp.QuoteMeta(samplecontroller.ControllerName) +
 	`/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` +
 	`(` + regexp.QuoteMeta(leader.LeaseUserAgentSuffix) + `)?$`)
 
 // fromController reports whether the request came from the controller
 // (any user agent of sample-controller's own clients).
 func (e *AuditEvent) fromController() bool {
-	return strings.HasPrefix(e.UserAgent, samplev1alpha1.ControllerName+"/")
+	return strings.HasPrefix(e.UserAgent, samplecontroller.ControllerName+"/")
 }
 
 // Replica names the replica that sent the request: its Lease identity
@@ -288,7 +289,7 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 }
 
 func managedResource(resource string) bool {
-	return resource == "deployments" || resource == samplev1alpha1.FooResource
+	return resource == "deployments" || resource == samplecontroller.FooResource
 }
 
 // ledAt reports whether replica led at the moment at: a Leadership it
@@ -353,7 +354,7 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 		}
 		owner := ""
 		for _, ref := range d.Metadata.OwnerReferences {
-			if ref.Kind == samplev1alpha1.FooKind && ref.Controller != nil && *ref.Controller {
+			if ref.Kind == samplecontroller.FooKind && ref.Controller != nil && *ref.Controller {
 				owner = ref.Name
 			}
 		}
@@ -377,7 +378,7 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 	history := map[string][]fooValue{}
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef.Resource != samplev1alpha1.FooResource || !e.accepted() || !e.isWrite() {
+		if e.ObjectRef.Resource != samplecontroller.FooResource || !e.accepted() || !e.isWrite() {
 			continue
 		}
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name

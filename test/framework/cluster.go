@@ -45,11 +45,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // clusterName is the kwokctl cluster's name in its work dir.
-const clusterName = samplev1alpha1.ControllerName
+const clusterName = samplecontroller.ControllerName
 
 // DefaultTimeout is how long, by default, a wait on the control plane may
 // see no progress (WithTimeout).

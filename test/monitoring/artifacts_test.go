@@ -40,7 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 var update = flag.Bool("update", false, "rewrite "+PlainRuleFile+" from "+RuleFile)
@@ -78,8 +78,8 @@ func rendered(t *testing.T) []metav1.Object {
 func TestKustomizationDecodesStrictlyIntoOperatorTypes(t *testing.T) {
 	var kinds []string
 	for _, obj := range rendered(t) {
-		if obj.GetNamespace() != samplev1alpha1.ControllerName {
-			t.Errorf("%T %s: namespace %q, want %s (the Service's)", obj, obj.GetName(), obj.GetNamespace(), samplev1alpha1.ControllerName)
+		if obj.GetNamespace() != samplecontroller.ControllerName {
+			t.Errorf("%T %s: namespace %q, want %s (the Service's)", obj, obj.GetName(), obj.GetNamespace(), samplecontroller.ControllerName)
 		}
 		switch o := obj.(type) {
 		case *monitoringv1.ServiceMonitor:
@@ -131,7 +131,7 @@ func TestUnmarshalStrictRefusesWhatTheOperatorWouldDrop(t *testing.T) {
 
 // metricsService is the name of the Service of artifacts/deploy that serves
 // the replicas' /metrics.
-const metricsService = samplev1alpha1.ControllerName + "-metrics"
+const metricsService = samplecontroller.ControllerName + "-metrics"
 
 // deployedMetricsService is the Service of artifacts/deploy that serves the
 // replicas' /metrics.

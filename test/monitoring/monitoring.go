@@ -39,7 +39,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // Paths relative to the repository root.
@@ -58,7 +58,7 @@ const (
 	DashboardFile = Dir + "/dashboards/sample-controller.json"
 	// Job is the job label both scrape configurations give the targets,
 	// the controller's name; every alert and dashboard query selects it.
-	Job = samplev1alpha1.ControllerName
+	Job = samplecontroller.ControllerName
 )
 
 // Kustomize renders a kustomization directory (relative to root) as kubectl

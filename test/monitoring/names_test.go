@@ -30,11 +30,11 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 func TestMonitoringObjectsAreNamedForTheController(t *testing.T) {
-	name := samplev1alpha1.ControllerName
+	name := samplecontroller.ControllerName
 	if want := Dir + "/dashboards/" + name + ".json"; DashboardFile != want {
 		t.Errorf("DashboardFile is %s, want %s (the controller's name)", DashboardFile, want)
 	}
@@ -83,7 +83,7 @@ func TestFoosNotReadyAlertLeavesOutTheReasonsOwnersMustAct(t *testing.T) {
 	}
 	got := strings.Split(matcher[0][1], "|")
 	slices.Sort(got)
-	want := []string{samplev1alpha1.ReasonInvalidSpec, samplev1alpha1.ReasonResourceExists}
+	want := []string{samplecontroller.ReasonInvalidSpec, samplecontroller.ReasonResourceExists}
 	if !slices.Equal(got, want) {
 		t.Errorf("SampleControllerFoosNotReady leaves out reasons %v, want %v (pkg/apis/.../well_known.go)", got, want)
 	}

@@ -21,14 +21,13 @@ import (
 	"testing"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // The binary and the image are named for the controller: the Makefile and
 // hack/run.sh build _output/bin/<name>, which the e2e and bench suites run;
 // the image holds /<name>, and artifacts/deploy pulls the image <name>.
 func TestBuildNamesTheBinaryAndImageForTheController(t *testing.T) {
-	name := samplev1alpha1.ControllerName
+	name := samplecontroller.ControllerName
 	expectEveryMatch(t, "Makefile", `(?m)^BIN := _output/bin/(\S+)$`, name, "the binary make build writes")
 	expectEveryMatch(t, "hack/run.sh", `(?m)^BIN="\$\{ROOT\}/_output/bin/([^"]+)"$`, name, "the binary make run runs")
 	expectEveryMatch(t, "Dockerfile", `(?m)^RUN .*go build .*-o /out/(\S+) \.$`, name, "the binary the build stage writes")
@@ -42,8 +41,8 @@ func TestBuildNamesTheBinaryAndImageForTheController(t *testing.T) {
 // also names for the controller, and it waits for the CRD the controller
 // looks up.
 func TestRunScriptNamesTheClusterAndCRD(t *testing.T) {
-	expectEveryMatch(t, "hack/run.sh", `--name=([^)\s]+)`, samplev1alpha1.ControllerName, "the kwokctl cluster")
-	expectEveryMatch(t, "hack/run.sh", `kubectl wait --for=condition=Established .* crd/(\S+) `, samplev1alpha1.FooCRDName,
+	expectEveryMatch(t, "hack/run.sh", `--name=([^)\s]+)`, samplecontroller.ControllerName, "the kwokctl cluster")
+	expectEveryMatch(t, "hack/run.sh", `kubectl wait --for=condition=Established .* crd/(\S+) `, samplecontroller.FooCRDName,
 		"the CRD make run waits for")
 }
 
@@ -51,7 +50,7 @@ func TestRunScriptNamesTheClusterAndCRD(t *testing.T) {
 // hack/update-codegen.sh moves that file to artifacts/examples/crd.yaml.
 func TestCodegenScriptNamesTheCRDFileControllerGenWrites(t *testing.T) {
 	expectEveryMatch(t, "hack/update-codegen.sh", `(?m)^CRD_FILE="\$\{CRD_OUT\}/([^"]+)"$`,
-		samplecontroller.GroupName+"_"+samplev1alpha1.FooResource+".yaml", "the file controller-gen writes")
+		samplecontroller.GroupName+"_"+samplecontroller.FooResource+".yaml", "the file controller-gen writes")
 }
 
 // Each Kubernetes minor's tools are a module nested in this one, named

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // deployDir is the kustomization an operator applies (kubectl apply -k).
@@ -54,7 +53,7 @@ func decode(t *testing.T, file string, out any) {
 // deployFiles are the files of deployDir, with the kind and name of the
 // object each holds: all named for the controller.
 func deployFiles() map[string]deployObject {
-	name := samplev1alpha1.ControllerName
+	name := samplecontroller.ControllerName
 	object := func(kind, name string) deployObject {
 		return deployObject{TypeMeta: metav1.TypeMeta{Kind: kind}, Metadata: metav1.ObjectMeta{Name: name}}
 	}
@@ -76,7 +75,7 @@ func deployFiles() map[string]deployObject {
 // Namespace of the same name) unless cluster-scoped, and carries its name in
 // every app.kubernetes.io/name label, selectors included.
 func TestDeployObjectsAreNamedForTheController(t *testing.T) {
-	name := samplev1alpha1.ControllerName
+	name := samplecontroller.ControllerName
 	var kustomization struct {
 		Resources []string `json:"resources"`
 		Images    []struct {
@@ -114,8 +113,8 @@ func TestDeployObjectsAreNamedForTheController(t *testing.T) {
 		}
 		// The Deployments the controller manages carry this label: its
 		// informer would watch its own objects.
-		if v, ok := got.Metadata.Labels[samplev1alpha1.LabelManagedBy]; ok && v == name {
-			t.Errorf("%s: label %s=%s marks the Deployments the controller manages", path, samplev1alpha1.LabelManagedBy, v)
+		if v, ok := got.Metadata.Labels[samplecontroller.LabelManagedBy]; ok && v == name {
+			t.Errorf("%s: label %s=%s marks the Deployments the controller manages", path, samplecontroller.LabelManagedBy, v)
 		}
 		var doc any
 		decode(t, file, &doc)
@@ -162,7 +161,7 @@ func valuesOf(node any, key string) []any {
 
 // The bindings grant their role to the controller's ServiceAccount.
 func TestDeployBindingsGrantTheirRoleToTheControllersServiceAccount(t *testing.T) {
-	name := samplev1alpha1.ControllerName
+	name := samplecontroller.ControllerName
 	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: name}
 	for file, role := range map[string]rbacv1.RoleRef{
 		"clusterrolebinding.yaml":          {APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
@@ -189,7 +188,7 @@ func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 	decode(t, "clusterrole.yaml", &role)
 	// Not named for the plural: a copy's plural can be its group's package
 	// name (policies), which the name would hide.
-	resource := samplev1alpha1.FooResource
+	resource := samplecontroller.FooResource
 	want := map[string][]string{
 		resource:                 {"list", "watch"},
 		resource + "/status":     {"patch"},

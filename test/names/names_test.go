@@ -17,7 +17,7 @@ limitations under the License.
 // Package names ties every name that must be spelled out where Go cannot be
 // imported (the YAML of artifacts/deploy, the Dockerfile, the Makefile, the
 // scripts of hack/) to its one source in Go: the controller's name
-// (samplev1alpha1.ControllerName), the API group, kind and resource, the
+// (samplecontroller.ControllerName), the API group, kind and resource, the
 // default Lease. A rename that edits one side and misses the other fails
 // here, in make unit, rather than in a cluster: a leader election Role for a
 // Lease nobody takes leaves every replica Ready and none leading.

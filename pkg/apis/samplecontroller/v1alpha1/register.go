@@ -28,25 +28,6 @@ import (
 // registered under.
 var SchemeGroupVersion = schema.GroupVersion{Group: samplecontroller.GroupName, Version: "v1alpha1"}
 
-// The names the API server knows Foos by. The generated clientset and the
-// kubebuilder markers of types.go (path, singular) spell them too, as
-// literals; pkg/contract's TestCRDNamesAreTheGoConstants fails until the
-// generated CRD agrees with these. Hand-written code uses these constants
-// (Kind and Resource below qualify them with the group), never the strings.
-const (
-	// FooKind is the kind of a Foo: its Go type's name, in apiVersion/kind
-	// and in owner references.
-	FooKind = "Foo"
-	// FooResource is the resource (the plural) Foos are served under:
-	// /apis/<group>/<version>/namespaces/<ns>/foos, in RBAC rules and in
-	// audit logs. Plurals are not derived from kinds: Policy is policies.
-	FooResource = "foos"
-	// FooSingular is the CRD's singular name (kubectl get foo), also the
-	// name of the controller's workqueue, as kube-controller-manager names
-	// each of its queues after the kind it syncs.
-	FooSingular = "foo"
-)
-
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
 func Kind(kind string) schema.GroupKind {
 	return SchemeGroupVersion.WithKind(kind).GroupKind()

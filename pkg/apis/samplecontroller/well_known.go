@@ -14,9 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
-
-import "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+package samplecontroller
 
 // The words the sample-controller writes into the cluster: its name, the
 // labels on the Deployments it manages, and the condition and reasons it
@@ -29,7 +27,7 @@ import "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 const ControllerName = "sample-controller"
 
 // FooCRDName is the CustomResourceDefinition that serves the Foo API.
-const FooCRDName = FooResource + "." + samplecontroller.GroupName
+const FooCRDName = FooResource + "." + GroupName
 
 // Labels on every Deployment the controller manages, and on its pods.
 const (
