@@ -25,6 +25,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -89,10 +90,10 @@ type Controller struct {
 // synced at all, and a Foo whose status write the cache has not shown gets
 // its Deployment reconciled and no status written.
 type fooMemory struct {
-	statusWrites expectations.ReplacedVersions // by its status write, until the cache shows it
-	deleted      expectations.DeletedFoos      // the API server said it is gone
-	outdated     expectations.ReplacedVersions // changed while this replica stood by (pkg/takeover)
-	prunedStatus prunedstatus.Memory           // the status an outdated CRD pruned
+	statusWrites expectations.ReplacedVersions                 // by its status write, until the cache shows it
+	deleted      expectations.DeletedFoos                      // the API server said it is gone
+	outdated     expectations.ReplacedVersions                 // changed while this replica stood by (pkg/takeover)
+	prunedStatus prunedstatus.Memory[samplev1alpha1.FooStatus] // the status an outdated CRD pruned
 }
 
 func (m *fooMemory) forget(uid types.UID) {
@@ -191,7 +192,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if wasStandby {
 		foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
-		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosLister, foos, &c.memory.deleted, &c.memory.outdated)
+		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return foos.List(ctx, opts)
+		}
+		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosIndexer, list, &c.memory.deleted, &c.memory.outdated)
 		if err != nil {
 			// Not fatal: a Foo deleted meanwhile costs one create, one
 			// changed meanwhile a write undone when the watch catches up.

@@ -262,7 +262,7 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			if c.memory.outdated.CacheIsBehind(foo) {
 				t.Error("it is still remembered as outdated")
 			}
-			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status) {
+			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status, contract.EqualIgnoringTransitionTimes) {
 				t.Error("its pruned status is still remembered")
 			}
 		})

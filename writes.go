@@ -81,7 +81,7 @@ func (c *Controller) ensureDeployment(ctx context.Context,
 	if err != nil {
 		return nil, err
 	}
-	if !metav1.IsControlledBy(deployment, foo) {
+	if !contract.ControlledBy(deployment, foo) {
 		return nil, contract.NameTakenProblem(deployment)
 	}
 	return c.repairDeployment(ctx, foo, desired, deployment)
@@ -180,7 +180,7 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 // Foo's resourceVersion (contract.StatusPatch), a stale status is refused 409, not written over a newer one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
 	status samplev1alpha1.FooStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status, contract.EqualIgnoringTransitionTimes) {
 		return false, nil
 	}
 	if c.memory.statusWrites.CacheIsBehind(foo) {

@@ -123,7 +123,7 @@ type CachedDeployment struct {
 	// (has the deployment controller seen the latest spec?) and the
 	// controller reference alone among the owner references (which Foo
 	// controls the Deployment: the event handlers, the controller-UID index,
-	// metav1.IsControlledBy). Its Labels stay empty: Owned has what is
+	// ControlledBy). Its Labels stay empty: Owned has what is
 	// read of them. Embedding it makes a CachedDeployment a metav1.Object,
 	// which the informer's keys and tombstones need.
 	metav1.ObjectMeta

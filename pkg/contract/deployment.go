@@ -29,6 +29,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -110,11 +111,29 @@ func DeploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.D
 }
 
 // ControllerRef returns the object's controller reference when its controller
-// is a Foo, else nil.
+// is a Foo, else nil. A Foo is known by its group and kind, in any version:
+// an owner reference keeps the apiVersion it was written with, so once the
+// API serves a second version, the objects made before name the first one,
+// and those made after may name either. Whether it is this Foo is its UID's
+// to say (ControlledBy), as kube-controller-manager's controllers
+// match the kind and then the UID.
 func ControllerRef(object metav1.Object) *metav1.OwnerReference {
 	ref := metav1.GetControllerOf(object)
-	if ref == nil || ref.Kind != samplecontroller.FooKind || ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != samplecontroller.FooKind {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != samplecontroller.GroupName {
 		return nil
 	}
 	return ref
+}
+
+// ControlledBy reports whether foo controls object: its controller reference
+// names a Foo (ControllerRef) with foo's UID. metav1.IsControlledBy compares
+// the UID alone; this also checks the group and kind, so that every path (the
+// event handlers, the index, the writes) agrees on what a Foo controls.
+func ControlledBy(object metav1.Object, foo metav1.Object) bool {
+	ref := ControllerRef(object)
+	return ref != nil && ref.UID == foo.GetUID()
 }

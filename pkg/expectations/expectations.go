@@ -33,9 +33,8 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 // ReplacedVersions remember, per Foo, a resourceVersion its cache holds that
@@ -98,8 +97,8 @@ var ErrCacheOutdated = fmt.Errorf("%w: it holds the Foo as it was before this re
 
 // Wrote records a successful status write of cached, which the API server
 // stored as stored.
-func (r *ReplacedVersions) Wrote(cached, stored *samplev1alpha1.Foo) {
-	if stored.ResourceVersion == cached.ResourceVersion {
+func (r *ReplacedVersions) Wrote(cached, stored metav1.Object) {
+	if stored.GetResourceVersion() == cached.GetResourceVersion() {
 		return // nothing changed on the server: no watch event will come
 	}
 	r.remember(cached, false)
@@ -107,50 +106,50 @@ func (r *ReplacedVersions) Wrote(cached, stored *samplev1alpha1.Foo) {
 
 // ListedNewer records that the API server holds a newer version of its Foo
 // than cached.
-func (r *ReplacedVersions) ListedNewer(cached *samplev1alpha1.Foo) {
+func (r *ReplacedVersions) ListedNewer(cached metav1.Object) {
 	r.remember(cached, true)
 }
 
-func (r *ReplacedVersions) remember(cached *samplev1alpha1.Foo, due bool) {
+func (r *ReplacedVersions) remember(cached metav1.Object, due bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byUID == nil {
 		r.byUID = map[types.UID]replacedVersion{}
 	}
-	r.byUID[cached.UID] = replacedVersion{resourceVersion: cached.ResourceVersion, due: due}
+	r.byUID[cached.GetUID()] = replacedVersion{resourceVersion: cached.GetResourceVersion(), due: due}
 }
 
 // CacheIsBehind reports whether cached is the version the API server
 // replaced; if so, the Foo is due a sync once the cache moves on, as the
 // caller's sync gives up. Once the cache has moved on, the version is
 // dropped.
-func (r *ReplacedVersions) CacheIsBehind(cached *samplev1alpha1.Foo) bool {
+func (r *ReplacedVersions) CacheIsBehind(cached metav1.Object) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	replaced, ok := r.byUID[cached.UID]
+	replaced, ok := r.byUID[cached.GetUID()]
 	if !ok {
 		return false
 	}
-	if replaced.resourceVersion != cached.ResourceVersion {
-		delete(r.byUID, cached.UID)
+	if replaced.resourceVersion != cached.GetResourceVersion() {
+		delete(r.byUID, cached.GetUID())
 		return false
 	}
 	replaced.due = true
-	r.byUID[cached.UID] = replaced
+	r.byUID[cached.GetUID()] = replaced
 	return true
 }
 
 // CacheCaughtUp is told of every Foo the cache receives. Once the cache has
 // moved past the replaced version, it drops it and reports whether the Foo
 // is due a sync.
-func (r *ReplacedVersions) CacheCaughtUp(cached *samplev1alpha1.Foo) (due bool) {
+func (r *ReplacedVersions) CacheCaughtUp(cached metav1.Object) (due bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	replaced, ok := r.byUID[cached.UID]
-	if !ok || replaced.resourceVersion == cached.ResourceVersion {
+	replaced, ok := r.byUID[cached.GetUID()]
+	if !ok || replaced.resourceVersion == cached.GetResourceVersion() {
 		return false
 	}
-	delete(r.byUID, cached.UID)
+	delete(r.byUID, cached.GetUID())
 	return replaced.due
 }
 

@@ -35,34 +35,34 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
 )
 
-// Memory remembers, per Foo, the last status the API server
-// pruned. Its zero value is ready to use.
-type Memory struct {
+// Memory remembers, per Foo, the last status S the API server pruned. It
+// reads nothing of the Foo but its UID, and compares statuses by the function
+// it is given: a new version of the API changes S, not this package. Its zero
+// value is ready to use.
+type Memory[S any] struct {
 	mu    sync.Mutex
-	byUID map[types.UID]samplev1alpha1.FooStatus
+	byUID map[types.UID]S
 }
 
 // SameAsPruned reports whether status is the one last pruned for the Foo,
 // transition times aside: a condition the server dropped comes back with a
 // new lastTransitionTime on every sync.
-func (m *Memory) SameAsPruned(uid types.UID, status samplev1alpha1.FooStatus) bool {
+func (m *Memory[S]) SameAsPruned(uid types.UID, status S, equalIgnoringTransitionTimes func(a, b S) bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prev, ok := m.byUID[uid]
-	return ok && contract.EqualIgnoringTransitionTimes(prev, status)
+	return ok && equalIgnoringTransitionTimes(prev, status)
 }
 
 // Remember records the status pruned for the Foo; it returns true when the
 // Foo had none recorded, that is, when this is news to report.
-func (m *Memory) Remember(uid types.UID, status samplev1alpha1.FooStatus) bool {
+func (m *Memory[S]) Remember(uid types.UID, status S) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.byUID == nil {
-		m.byUID = map[types.UID]samplev1alpha1.FooStatus{}
+		m.byUID = map[types.UID]S{}
 	}
 	_, known := m.byUID[uid]
 	m.byUID[uid] = status
@@ -71,7 +71,7 @@ func (m *Memory) Remember(uid types.UID, status samplev1alpha1.FooStatus) bool {
 
 // Forget drops what is recorded for the Foo: its status was stored whole, or
 // the Foo is gone.
-func (m *Memory) Forget(uid types.UID) {
+func (m *Memory[S]) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.byUID, uid)

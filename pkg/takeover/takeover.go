@@ -32,56 +32,58 @@ package takeover
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
-	typedv1alpha1 "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/typed/samplecontroller/v1alpha1"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
-// RememberFoosChangedWhileStandby compares what cached lists with foos, the
-// API server: it adds to deleted the Foos the API server no longer has, and
-// to outdated those it holds in another version than the cache.
+// RememberFoosChangedWhileStandby compares the Foos in cached, the Foo
+// informer's store, with those list pages through, the API server: it adds
+// to deleted the Foos the API server no longer has, and to outdated those it
+// holds in another version than the cache. It reads each Foo's UID and
+// resourceVersion alone, so a new version of the API changes nothing here.
 //
 // The list from the API server is a quorum read: the newest state. A Foo
 // that was cached before that list began is certainly gone if the list does
 // not have it, and certainly outdated if the list has another version of it.
 // A Foo cached only after the list began is left alone: it may be newer.
 func RememberFoosChangedWhileStandby(
-	ctx context.Context, cached listers.FooLister, foos typedv1alpha1.FooInterface,
+	ctx context.Context, cached cache.Store, list pager.ListPageFunc,
 	deleted *expectations.DeletedFoos, outdated *expectations.ReplacedVersions,
 ) error {
-	before, err := cached.List(labels.Everything())
-	if err != nil {
-		return err
-	}
+	before := cached.List()
 	listed := map[types.UID]string{} // resourceVersion by UID
-	err = pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return foos.List(ctx, opts)
-	}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		foo := obj.(*samplev1alpha1.Foo)
-		listed[foo.UID] = foo.ResourceVersion
+	err := pager.New(list).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		foo, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		listed[foo.GetUID()] = foo.GetResourceVersion()
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	logger := klog.FromContext(ctx)
-	for _, foo := range before {
-		version, present := listed[foo.UID]
+	for _, obj := range before {
+		foo, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		version, present := listed[foo.GetUID()]
 		switch {
 		case !present:
 			logger.V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
-			deleted.Add(foo.UID)
-		case version != foo.ResourceVersion:
+			deleted.Add(foo.GetUID())
+		case version != foo.GetResourceVersion():
 			logger.V(2).Info("Foo changed while this replica stood by, syncing it once the cache shows it",
-				"foo", klog.KObj(foo), "cached", foo.ResourceVersion, "current", version)
+				"foo", klog.KObj(foo), "cached", foo.GetResourceVersion(), "current", version)
 			outdated.ListedNewer(foo)
 		}
 	}

@@ -17,8 +17,10 @@ limitations under the License.
 package takeover
 
 import (
+	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -30,7 +32,6 @@ import (
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 )
 
 // The sequence the chaos test found: a standby's Foo cache lagged after a
@@ -70,7 +71,10 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 
 	var deleted expectations.DeletedFoos
 	var outdated expectations.ReplacedVersions
-	err := RememberFoosChangedWhileStandby(ctx, listers.NewFooLister(indexer), client.SamplecontrollerV1alpha1().Foos(""), &deleted, &outdated)
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.SamplecontrollerV1alpha1().Foos("").List(ctx, opts)
+	}
+	err := RememberFoosChangedWhileStandby(ctx, indexer, list, &deleted, &outdated)
 	if err != nil {
 		t.Fatal(err)
 	}
