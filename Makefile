@@ -97,15 +97,15 @@ unit:
 race:
 	$(GO_TEST) -race ./...
 
-## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in pkg/contract/testdata/fuzz.
+## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in pkg/desired/testdata/fuzz.
 # Not part of make test, whose unit tests run the seed corpus: to fuzz, go
 # test compiles every package the targets import again, with coverage
 # instrumentation (609 packages, client-go's among them), which took 5.3
 # minutes of a fresh make test's 79 on a busy two-core machine, for seconds
 # of fuzzing. Run it when the validation or the mapping changes.
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/contract/
-	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/contract/
+	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/desired/
+	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 
 ## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline).
 # Vetted by the linter: its govet runs every analyzer go vet does, and more.

@@ -37,15 +37,17 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1alpha1"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 	"github.com/kube-samples/sample-controller/pkg/takeover"
 )
@@ -63,7 +65,7 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	// Deployments are cached as *contract.CachedDeployment: read the indexer.
+	// Deployments are cached as *desired.CachedDeployment: read the indexer.
 	deploymentsIndexer cache.Indexer
 	deploymentsSynced  cache.InformerSynced
 	foosLister         listers.FooLister
@@ -123,7 +125,7 @@ type writeFence interface {
 
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
-// (contract.TrimForCache).
+// (foocache.Transform).
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
@@ -150,10 +152,10 @@ func NewController(
 		namespace:          config.Namespace,
 		fence:              config.Fence,
 	}
-	if err := fooInformer.Informer().SetTransform(contract.TrimForCache); err != nil {
+	if err := fooInformer.Informer().SetTransform(foocache.Transform); err != nil {
 		return nil, err
 	}
-	if err := fooInformer.Informer().AddIndexers(contract.FooIndexers()); err != nil {
+	if err := fooInformer.Informer().AddIndexers(foocache.Indexers()); err != nil {
 		return nil, err
 	}
 
@@ -274,7 +276,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // Foo's status in line with what it observed. It reads the caches and writes
 // only what differs: a Foo already right costs no API call. What needs the
 // user to act (an invalid spec, a taken name, a refused write) is a
-// *contract.Problem, reported on the Foo and, if retrying can help, retried.
+// *desired.Problem, reported on the Foo and, if retrying can help, retried.
 // A Foo being deleted is left to the garbage collector: no write at all.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "foo", objectRef)
@@ -307,7 +309,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	}
 
 	deployment, err := c.reconcileDeployment(ctx, foo)
-	var problem *contract.Problem
+	var problem *desired.Problem
 	if errors.As(err, &problem) {
 		if err := c.reportProblem(ctx, foo, problem); err != nil || !problem.Retry {
 			return err
@@ -317,7 +319,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	_, err = c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, deployment, contract.ReadyCondition(foo, deployment)))
+	_, err = c.updateFooStatus(ctx, foo, desired.Status(foo, deployment, desired.ReadyCondition(foo, deployment)))
 	return err
 }
 
@@ -360,7 +362,7 @@ func (c *Controller) onDeploymentAdd(obj interface{}, initial bool) { c.handleOb
 
 func (c *Controller) onDeploymentUpdate(oldObj, newObj interface{}) {
 	// A resync delivers the same object; the Foo's own resync covers it.
-	if oldObj.(*contract.CachedDeployment).ResourceVersion != newObj.(*contract.CachedDeployment).ResourceVersion {
+	if oldObj.(*desired.CachedDeployment).ResourceVersion != newObj.(*desired.CachedDeployment).ResourceVersion {
 		c.handleObject(newObj, true)
 	}
 }
@@ -370,7 +372,7 @@ func (c *Controller) onDeploymentUpdate(oldObj, newObj interface{}) {
 func (c *Controller) onDeploymentDelete(obj interface{}) {
 	c.handleObject(obj, true)
 	if object, ok := objectFromTombstone(obj); ok {
-		waiting, err := c.foosIndexer.ByIndex(contract.FooByDeploymentName, object.GetNamespace()+"/"+object.GetName())
+		waiting, err := c.foosIndexer.ByIndex(foocache.ByDeploymentName, object.GetNamespace()+"/"+object.GetName())
 		utilruntime.HandleError(err)
 		for _, foo := range waiting {
 			c.enqueueFoo(foo, true)
@@ -385,7 +387,7 @@ func (c *Controller) handleObject(obj interface{}, fresh bool) {
 	if !ok {
 		return
 	}
-	ref := contract.ControllerRef(object)
+	ref := owned.ControllerRef(object, samplecontroller.FooGroupKind)
 	if ref == nil {
 		return
 	}

@@ -41,7 +41,8 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
@@ -59,7 +60,7 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches as the informer transform keeps them
-	// (contract.TrimForCache); also on the fake API servers, complete.
+	// (desired.TrimForCache); also on the fake API servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the
@@ -67,7 +68,7 @@ type fixture struct {
 	uncachedDeployments []*appsv1.Deployment
 	// untrimmedFoos caches complete Foos, as if there were no informer
 	// transform. (Deployments are always cached as the controller reads
-	// them, as contract.CachedDeployment.)
+	// them, as desired.CachedDeployment.)
 	untrimmedFoos bool
 	// fence is the controller's write fence (Config.Fence); nil for none.
 	fence writeFence
@@ -93,7 +94,7 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	deployments, err := contract.NewDeploymentInformer(f.kubeclient, metav1.NamespaceAll, 0)
+	deployments, err := desired.NewDeploymentInformer(f.kubeclient, metav1.NamespaceAll, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -118,14 +119,20 @@ func (f *fixture) newController(ctx context.Context) {
 
 // addToCache adds obj to a cache as the informer would: through the informer
 // transform, which trims a Foo in place (unless f.untrimmedFoos) and keeps a
-// Deployment as a contract.CachedDeployment.
+// Deployment as a desired.CachedDeployment.
 func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 	f.t.Helper()
-	if _, isFoo := obj.(*samplev1alpha1.Foo); !isFoo || !f.untrimmedFoos {
-		var err error
-		if obj, err = contract.TrimForCache(obj); err != nil {
-			f.t.Fatal(err)
+	var err error
+	switch o := obj.(type) {
+	case *samplev1alpha1.Foo:
+		if !f.untrimmedFoos {
+			obj, err = foocache.Transform(o)
 		}
+	case *appsv1.Deployment:
+		obj, err = desired.Deployments.Transform(o)
+	}
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	if err := indexer.Add(obj); err != nil {
 		f.t.Fatal(err)
@@ -313,7 +320,7 @@ func TestCreatesDeployment(t *testing.T) {
 		created.Labels[samplecontroller.LabelManagedBy] != samplecontroller.ControllerName {
 		t.Errorf("unexpected Deployment: replicas %d labels %v", *created.Spec.Replicas, created.Labels)
 	}
-	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != contract.ContainerImage {
+	if c := created.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Name != "nginx" || c[0].Image != desired.ContainerImage {
 		t.Errorf("unexpected containers %+v", c)
 	}
 	status := f.writtenStatus()
@@ -449,7 +456,7 @@ func TestRepairsDriftKeepingForeignFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels["team"] != "payments" || got.Labels["controller"] != "test" || got.Spec.Template.Spec.Containers[0].Image != contract.ContainerImage {
+	if got.Labels["team"] != "payments" || got.Labels["controller"] != "test" || got.Spec.Template.Spec.Containers[0].Image != desired.ContainerImage {
 		t.Errorf("after repair: labels %v image %s", got.Labels, got.Spec.Template.Spec.Containers[0].Image)
 	}
 }
@@ -714,12 +721,12 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 
 	// The handlers get Deployments as the cache keeps them.
 	d := testfixtures.OwnedDeployment(t, foo)
-	owned := contract.NewCachedDeployment(d)
+	owned := desired.Deployments.Cache(d)
 	d.OwnerReferences[0].UID = "an-older-foo"
-	staleOwner := contract.NewCachedDeployment(d)
+	staleOwner := desired.Deployments.Cache(d)
 	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
 	d.Name = "unrelated"
-	ownedByOther := contract.NewCachedDeployment(d)
+	ownedByOther := desired.Deployments.Cache(d)
 
 	for name, tc := range map[string]struct {
 		handle func(c *Controller)
@@ -761,7 +768,7 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
-	deployments, err := contract.NewDeploymentInformer(kubeclient, config.Namespace, 0)
+	deployments, err := desired.NewDeploymentInformer(kubeclient, config.Namespace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -816,7 +823,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 // The informer pipeline end to end on the fakes, with the informers built as
 // main.go builds them: a Foo created through the API reaches the queue, a
 // worker's sync creates its Deployment, and the Deployment cache holds it as
-// a contract.CachedDeployment.
+// a desired.CachedDeployment.
 func TestRunReconcilesThroughInformers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -844,8 +851,8 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	for {
 		obj, exists, _ := c.deploymentsIndexer.GetByKey(foo.Namespace + "/" + foo.Spec.DeploymentName)
 		if exists {
-			if _, ok := obj.(*contract.CachedDeployment); !ok {
-				t.Fatalf("the Deployment cache holds a %T, want a *contract.CachedDeployment", obj)
+			if _, ok := obj.(*desired.CachedDeployment); !ok {
+				t.Fatalf("the Deployment cache holds a %T, want a *desired.CachedDeployment", obj)
 			}
 			break
 		}

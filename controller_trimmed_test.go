@@ -39,7 +39,7 @@ import (
 // A sync decides the same over trimmed Foos as over complete ones: the same
 // API calls, with the same bodies, the same events and the same error. So
 // the informer transform keeps every field of a Foo a sync reads. (A
-// Deployment is always cached as a contract.CachedDeployment, which has no
+// Deployment is always cached as a desired.CachedDeployment, which has no
 // other fields to read; here each case shows that its decision, written out,
 // is reached from the CachedDeployment of a Deployment as a cluster serves
 // it.) The objects carry what a cluster adds (served), so that the trim has

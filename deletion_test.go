@@ -28,7 +28,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
 // A Foo being deleted (foreground, held by the garbage collector's finalizer
@@ -65,7 +65,7 @@ func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 			foo.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
 			foo.Finalizers = []string{"example.com/hold", metav1.FinalizerDeleteDependents}
 			foo.Generation++
-			deleted := contract.NewCachedDeployment(owned)
+			deleted := desired.Deployments.Cache(owned)
 			d := owned.DeepCopy()
 			tc.edit(foo, &d)
 
@@ -74,7 +74,7 @@ func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f.newController(ctx)
 			if d != nil {
-				f.addToCache(f.controller.deploymentsIndexer, contract.NewCachedDeployment(d))
+				f.addToCache(f.controller.deploymentsIndexer, desired.Deployments.Cache(d))
 			}
 
 			if tc.gcDeleted {

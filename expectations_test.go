@@ -27,7 +27,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
 
@@ -57,7 +57,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
 	available.ResourceVersion = "5"
-	if err := f.controller.deploymentsIndexer.Update(contract.NewCachedDeployment(available)); err != nil {
+	if err := f.controller.deploymentsIndexer.Update(desired.Deployments.Cache(available)); err != nil {
 		t.Fatal(err)
 	}
 	f.client.ClearActions()
@@ -65,7 +65,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 		t.Fatalf("sync on a cache behind our write: error %v, want expectations.ErrCacheBehindOwnWrite (and no made-up conflict)", err)
 	}
 	before := reconcileCount(t, "deferred")
-	f.controller.onDeploymentUpdate(contract.NewCachedDeployment(d), contract.NewCachedDeployment(available))
+	f.controller.onDeploymentUpdate(desired.Deployments.Cache(d), desired.Deployments.Cache(available))
 	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
 	if n := q.NumRequeues(key); n != 0 {
@@ -262,7 +262,7 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			if c.memory.outdated.CacheIsBehind(foo) {
 				t.Error("it is still remembered as outdated")
 			}
-			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status, contract.EqualIgnoringTransitionTimes) {
+			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status, desired.EqualIgnoringTransitionTimes) {
 				t.Error("its pruned status is still remembered")
 			}
 		})

@@ -35,7 +35,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/leader"
@@ -94,8 +94,9 @@ func run(ctx context.Context, o *options.Options) error {
 	}
 
 	// Only the Deployments this controller manages, each cached as the few
-	// fields it reads, in an informer of its own (pkg/contract).
-	deploymentInformer, err := contract.NewDeploymentInformer(kubeClient, o.Namespace, o.ResyncPeriod)
+	// fields it reads, in an informer of its own (pkg/desired registers the
+	// kind, pkg/owned caches it).
+	deploymentInformer, err := desired.NewDeploymentInformer(kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,8 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // Once the API serves a second version, the Deployments made before name
@@ -55,12 +56,12 @@ func TestOwnerReferenceOfAnotherVersionIsTheFoos(t *testing.T) {
 	f.build()
 
 	// Its events reach the Foo.
-	f.controller.handleObject(contract.NewCachedDeployment(d), true)
+	f.controller.handleObject(desired.Deployments.Cache(d), true)
 	if got := queued(f.controller); strings.Join(got, ",") != "test" {
 		t.Errorf("a Deployment event queued %v, want [test]", got)
 	}
 	// It is found among the Foo's Deployments, as a rename needs.
-	owned, err := f.controller.deploymentsIndexer.ByIndex(contract.DeploymentByControllingFoo, string(foo.UID))
+	owned, err := f.controller.deploymentsIndexer.ByIndex(owned.ByControllerUID, string(foo.UID))
 	if err != nil || len(owned) != 1 {
 		t.Errorf("the Foo's Deployments by its UID: %d, %v; want 1", len(owned), err)
 	}
@@ -98,7 +99,7 @@ func TestOwnerReferenceOfAnotherFooIsNotTheFoos(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f.newController(ctx)
 
-			f.controller.handleObject(contract.NewCachedDeployment(d), true)
+			f.controller.handleObject(desired.Deployments.Cache(d), true)
 			if got := queued(f.controller); len(got) != 0 {
 				t.Errorf("a Deployment event queued %v, want none", got)
 			}

@@ -26,7 +26,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
 // The informers' initial lists and resyncs queue Foos in the backlog; a Foo
@@ -37,9 +37,9 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 	newGeneration.Generation++
 	// The handlers get Deployments as the cache keeps them.
 	served := testfixtures.OwnedDeployment(t, foo)
-	d := contract.NewCachedDeployment(served)
+	d := desired.Deployments.Cache(served)
 	served.ResourceVersion = "2"
-	changed := contract.NewCachedDeployment(served)
+	changed := desired.Deployments.Cache(served)
 	for name, tc := range map[string]struct {
 		handle         func(c *Controller)
 		fresh, backlog int

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,17 +33,18 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
 // reconcileDeployment makes the Foo's Deployment what the Foo asks for, writing only what the cache shows
-// changed (with a Normal event); a write refused for a reason the user must address is a contract.Problem.
+// changed (with a Normal event); a write refused for a reason the user must address is a desired.Problem.
 func (c *Controller) reconcileDeployment(ctx context.Context,
-	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
-	if errs := contract.ValidateSpec(&foo.Spec); len(errs) > 0 {
-		return nil, contract.InvalidSpecProblem(errs)
+	foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
+	if errs := desired.ValidateSpec(&foo.Spec); len(errs) > 0 {
+		return nil, desired.InvalidSpecProblem(errs)
 	}
 	deployment, err := c.ensureDeployment(ctx, foo)
 	if err != nil {
@@ -55,15 +57,15 @@ func (c *Controller) reconcileDeployment(ctx context.Context,
 	return deployment, nil
 }
 
-// ensureDeployment makes the Foo's Deployment exist as contract.DesiredDeployment says. A Deployment of
+// ensureDeployment makes the Foo's Deployment exist as desired.Deployment says. A Deployment of
 // that name the Foo does not control is never modified: that is a problem.
 func (c *Controller) ensureDeployment(ctx context.Context,
-	foo *samplev1alpha1.Foo) (*contract.CachedDeployment, error) {
-	desired := contract.DesiredDeployment(foo)
-	deployment, err := contract.GetCachedDeployment(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
+	foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
+	want := desired.Deployment(foo)
+	deployment, err := desired.Deployments.Get(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
 	if apierrors.IsNotFound(err) {
-		deployment, err = c.createDeployment(ctx, foo, desired)
-		var refused *contract.Problem
+		deployment, err = c.createDeployment(ctx, foo, want)
+		var refused *desired.Problem
 		if !apierrors.IsAlreadyExists(err) && !errors.As(err, &refused) {
 			return deployment, err
 		}
@@ -75,41 +77,41 @@ func (c *Controller) ensureDeployment(ctx context.Context,
 			return nil, refused
 		}
 		if err = getErr; err == nil {
-			deployment = contract.NewCachedDeployment(served)
+			deployment = desired.Deployments.Cache(served)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !contract.ControlledBy(deployment, foo) {
-		return nil, contract.NameTakenProblem(deployment)
+	if !owned.ControlledBy(deployment, foo, samplecontroller.FooGroupKind) {
+		return nil, desired.NameTakenProblem(deployment)
 	}
-	return c.repairDeployment(ctx, foo, desired, deployment)
+	return c.repairDeployment(ctx, foo, want, deployment)
 }
 
 // createDeployment creates the desired Deployment: a plain create, as an
 // apply would take over a Deployment of that name the cache does not see.
 func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
-	desired *appsv1ac.DeploymentApplyConfiguration) (*contract.CachedDeployment, error) {
-	deployment, err := contract.DeploymentObject(desired)
-	if err != nil {
+	want *appsv1ac.DeploymentApplyConfiguration) (*desired.CachedDeployment, error) {
+	deployment := &appsv1.Deployment{}
+	if err := owned.ToObject(want, deployment); err != nil {
 		return nil, err
 	}
 	created, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Create(ctx, deployment,
 		metav1.CreateOptions{FieldManager: samplecontroller.ControllerName})
 	if err != nil {
-		return nil, contract.ProblemIfRefused(samplecontroller.ReasonFailedCreate, "create", deployment.Name, err)
+		return nil, desired.ProblemIfRefused(samplecontroller.ReasonFailedCreate, "create", deployment.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
 	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %s", created.Name)
-	return contract.NewCachedDeployment(created), nil
+	return desired.Deployments.Cache(created), nil
 }
 
 // repairDeployment applies the desired state where a field it owns drifted.
 func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
-	desired *appsv1ac.DeploymentApplyConfiguration, deployment *contract.CachedDeployment,
-) (*contract.CachedDeployment, error) {
-	drift, err := contract.Drift(desired, deployment)
+	want *appsv1ac.DeploymentApplyConfiguration, deployment *desired.CachedDeployment,
+) (*desired.CachedDeployment, error) {
+	drift, err := desired.Deployments.Drift(want, deployment)
 	if err != nil {
 		return nil, err
 	}
@@ -118,27 +120,27 @@ func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.F
 	}
 	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: a
 	// Deployment changed since the cache saw it is answered 409 and the Foo synced again, not undone.
-	desired.WithResourceVersion(deployment.ResourceVersion)
-	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, desired,
+	want.WithResourceVersion(deployment.ResourceVersion)
+	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, want,
 		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 	if err != nil {
-		return nil, contract.ProblemIfRefused(samplecontroller.ReasonFailedUpdate, "update", deployment.Name, err)
+		return nil, desired.ProblemIfRefused(samplecontroller.ReasonFailedUpdate, "update", deployment.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
 	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
 		"Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
-	return contract.NewCachedDeployment(applied), nil
+	return desired.Deployments.Cache(applied), nil
 }
 
 // deleteStaleDeployments deletes the Deployments the Foo controls under a
 // name it no longer asks for, as after a change of spec.deploymentName.
 func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1alpha1.Foo) error {
-	owned, err := c.deploymentsIndexer.ByIndex(contract.DeploymentByControllingFoo, string(foo.UID))
+	controlled, err := c.deploymentsIndexer.ByIndex(owned.ByControllerUID, string(foo.UID))
 	if err != nil {
 		return err
 	}
-	for _, obj := range owned {
-		deployment := obj.(*contract.CachedDeployment)
+	for _, obj := range controlled {
+		deployment := obj.(*desired.CachedDeployment)
 		if deployment.Name == foo.Spec.DeploymentName {
 			continue
 		}
@@ -149,7 +151,7 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 			continue // deleted already; the cache had not caught up
 		}
 		if err != nil {
-			return contract.ProblemIfRefused(samplecontroller.ReasonFailedDelete, "delete", deployment.Name, err)
+			return desired.ProblemIfRefused(samplecontroller.ReasonFailedDelete, "delete", deployment.Name, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
 		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
@@ -161,11 +163,11 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1al
 // reportProblem records a problem the user has to resolve: Ready=False with its reason and message in
 // status, and a Warning event the first time this problem is seen, after a successful status write only
 // (a write refused 409 is retried on fresh data, which already shows the problem reported).
-func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *contract.Problem) error {
-	ready := contract.NotReady(problem.Reason, problem.Message)
+func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *desired.Problem) error {
+	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
-	written, err := c.updateFooStatus(ctx, foo, contract.DesiredStatus(foo, nil, ready))
+	written, err := c.updateFooStatus(ctx, foo, desired.Status(foo, nil, ready))
 	if err != nil {
 		return err
 	}
@@ -177,17 +179,17 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 }
 
 // updateFooStatus writes status unless the Foo has it, and says whether it wrote. Conditional on the
-// Foo's resourceVersion (contract.StatusPatch), a stale status is refused 409, not written over a newer one.
+// Foo's resourceVersion (desired.StatusPatch), a stale status is refused 409, not written over a newer one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
 	status samplev1alpha1.FooStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status, contract.EqualIgnoringTransitionTimes) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
 		return false, nil
 	}
 	if c.memory.statusWrites.CacheIsBehind(foo) {
 		// Computed from the Foo our last status write replaced: it would be refused 409; its event queues the Foo.
 		return false, expectations.ErrCacheBehindOwnWrite
 	}
-	patch, err := contract.StatusPatch(foo.ResourceVersion, status)
+	patch, err := desired.StatusPatch(foo.ResourceVersion, status)
 	if err != nil {
 		return false, err
 	}
@@ -202,7 +204,7 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 		return false, err
 	}
 	c.memory.statusWrites.Wrote(foo, updated)
-	if pruned := contract.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
+	if pruned := desired.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
 		c.memory.prunedStatus.Forget(foo.UID)
 	} else if c.memory.prunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.

@@ -4,7 +4,7 @@
 # informers, apply configurations), and the Foo CRD, artifacts/examples/crd.yaml,
 # from the types' kubebuilder markers. It also cuts the Deployment's
 # server-side apply schema out of client-go's schema of every built-in type
-# (hack/deployment-schema writes pkg/contract/zz_generated.deployment_schema.go).
+# (hack/deployment-schema writes pkg/desired/zz_generated.deployment_schema.go).
 # The code-generator and client-go come from the module cache at the versions
 # pinned in go.mod (see hack/tools.go), controller-gen at the version pinned
 # in hack/tools/controller-gen/go.mod, so everyone generates byte-identical
@@ -28,19 +28,13 @@ kube::codegen::gen_helpers \
 	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
 	"${SCRIPT_ROOT}/pkg/apis"
 
-# The compact Deployment cache's type (pkg/contract/cache.go): a
-# runtime.Object the informer's detectors deep-copy.
-kube::codegen::gen_helpers \
-	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
-	"${SCRIPT_ROOT}/pkg/contract"
-
-# The Deployment's server-side apply schema alone, which pkg/contract walks
-# Deployments with: client-go has it only within the schema of every
+# The Deployment's server-side apply schema alone, which pkg/owned walks
+# Deployments with (pkg/desired registers it): client-go has it only within the schema of every
 # built-in type, whose parse costs the controller more memory and start time
 # (hack/deployment-schema says why).
 go run ./hack/deployment-schema \
 	-boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
-	-o "${SCRIPT_ROOT}/pkg/contract/zz_generated.deployment_schema.go"
+	-o "${SCRIPT_ROOT}/pkg/desired/zz_generated.deployment_schema.go"
 
 kube::codegen::gen_client \
 	--with-watch \

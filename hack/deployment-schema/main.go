@@ -16,10 +16,10 @@ limitations under the License.
 
 // Command deployment-schema writes the server-side apply schema of the
 // apps/v1 Deployment alone, as a Go constant holding its YAML
-// (pkg/contract/zz_generated.deployment_schema.go; hack/update-codegen.sh
+// (pkg/desired/zz_generated.deployment_schema.go; hack/update-codegen.sh
 // runs it).
 //
-// pkg/contract walks Deployments with that schema to find the fields the
+// pkg/owned walks Deployments with that schema to find the fields the
 // controller owns. client-go has it only as part of the schema of every
 // built-in type (k8s.io/client-go/applyconfigurations/internal, not
 // importable), and parsing all of that, once per process, cost the
@@ -31,7 +31,7 @@ limitations under the License.
 // the types are written sorted by name, each as client-go has it.
 //
 //	go run ./hack/deployment-schema -boilerplate hack/boilerplate.go.txt \
-//	    -o pkg/contract/zz_generated.deployment_schema.go
+//	    -o pkg/desired/zz_generated.deployment_schema.go
 package main
 
 import (
@@ -55,7 +55,7 @@ import (
 func main() {
 	boilerplate := flag.String("boilerplate", "hack/boilerplate.go.txt", "the license header the file starts with")
 	out := flag.String("o", "", "the Go file to write (default: standard output)")
-	pkg := flag.String("package", "contract", "the Go package the file belongs to")
+	pkg := flag.String("package", "desired", "the Go package the file belongs to")
 	name := flag.String("const", "deploymentSchemaYAML", "the name of the constant that holds the schema")
 	flag.Parse()
 	if flag.NArg() != 0 {
@@ -100,7 +100,7 @@ func run(boilerplatePath, out, pkg, constName string) error {
 }
 
 // clientGoDeploymentSchema returns client-go's schema of every built-in type
-// and, in it, the apps/v1 Deployment's type: the schema and type pkg/contract
+// and, in it, the apps/v1 Deployment's type: the schema and type pkg/owned
 // used before it had its own.
 func clientGoDeploymentSchema() (*schema.Schema, schema.TypeRef, error) {
 	converter := applyconfigurations.NewTypeConverter(scheme.Scheme)
@@ -171,7 +171,7 @@ func reachable(full *schema.Schema, root schema.TypeRef) (*schema.Schema, error)
 	return subset, nil
 }
 
-// readsBackAsClientGoHasIt parses the written schema as pkg/contract will
+// readsBackAsClientGoHasIt parses the written schema as pkg/owned will
 // and fails unless every type in it is client-go's type of that name,
 // field for field, and the root type is among them.
 func readsBackAsClientGoHasIt(text []byte, full *schema.Schema, rootName string) error {

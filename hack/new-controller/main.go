@@ -172,6 +172,6 @@ Next:
                # kubectl create -f artifacts/examples/example-%[9]s.yaml
   make test    # everything CI runs
 What a %[4]s asks for is in pkg/apis/%[10]s/%[7]s/types.go (then make generate); how the controller maps it onto a
-Deployment is in pkg/contract/deployment.go. README.md and docs/ are rewritten for the new names.
+Deployment is in pkg/desired/deployment.go. README.md and docs/ are rewritten for the new names.
 `, n.Name, dir, n.Module, n.Kind, n.Plural, n.Group, n.Version, n.ShortName, n.Singular, n.GroupPackage)
 }

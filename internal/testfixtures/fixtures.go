@@ -19,7 +19,7 @@ limitations under the License.
 // API server serves it, the Deployment the controller makes for it, the status
 // it writes for a Deployment rolled out. One copy, so that every test means
 // the same Foo by NewFoo("test", 1). It imports nothing of the controller's,
-// so pkg/contract's own tests use it too (pkg/contract checks that
+// so pkg/desired's own tests use it too (pkg/desired checks that
 // OwnedDeployment is its DesiredDeployment).
 package testfixtures
 
@@ -58,7 +58,7 @@ func NewFoo(name string, replicas int32) *samplev1alpha1.Foo {
 }
 
 // podLabels are the labels of a Foo's pods, for names of up to 63
-// characters (longer ones are hashed: pkg/contract's tests cover those).
+// characters (longer ones are hashed: pkg/desired's tests cover those).
 // Each string is a copy of its own, as a decoder allocates them.
 func podLabels(t testing.TB, foo *samplev1alpha1.Foo) map[string]string {
 	t.Helper()

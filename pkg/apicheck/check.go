@@ -43,7 +43,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
 // InstallHint is the fix for a missing or outdated CRD.
@@ -120,7 +120,7 @@ func (api *FooAPI) Missing() []string {
 		return missing // nothing in status is pruned
 	}
 	var fields []string
-	for _, name := range contract.StatusFields() {
+	for _, name := range desired.StatusFields() {
 		if _, ok := status.Properties[name]; !ok {
 			fields = append(fields, "status."+name)
 		}

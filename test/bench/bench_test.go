@@ -51,8 +51,9 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -276,10 +277,11 @@ func (b *bench) waitQuiet(timeout time.Duration, count func(context.Context) (fl
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
 // benchDeployment is the Deployment the controller creates for foo
-// (contract.DesiredDeployment): the floor writes exactly what the controller
+// (desired.Deployment): the floor writes exactly what the controller
 // writes.
 func benchDeployment(foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
-	return contract.DeploymentObject(contract.DesiredDeployment(foo))
+	d := &appsv1.Deployment{}
+	return d, owned.ToObject(desired.Deployment(foo), d)
 }
 
 // unrelatedDeployment has the shape of the controller's Deployments but is

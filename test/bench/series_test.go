@@ -32,7 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -147,8 +147,8 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 			return err
 		}
 		// The status the controller writes for a Deployment just created.
-		cached := contract.NewCachedDeployment(d)
-		patch, err := json.Marshal(map[string]interface{}{"status": contract.DesiredStatus(foo, cached, contract.ReadyCondition(foo, cached))})
+		cached := desired.Deployments.Cache(d)
+		patch, err := json.Marshal(map[string]interface{}{"status": desired.Status(foo, cached, desired.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err
 		}

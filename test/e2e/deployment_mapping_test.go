@@ -31,7 +31,8 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // mappedFoo is a Foo at an edge of what the API server accepts, with the
@@ -59,7 +60,7 @@ var mappedFoos = map[string]mappedFoo{
 	"deployment name of 64":  {"d64", strings.Repeat("d", 64), int32p(1), "d64"},
 }
 
-// The Deployment the controller asks for (contract.DesiredDeployment), for
+// The Deployment the controller asks for (desired.Deployment), for
 // Foos at the edges of what the API server accepts (long and dotted names, 1
 // and 10 replicas, the default), is accepted by the API server both ways the
 // controller sends it: as the object of a create, and as the body of a forced
@@ -74,8 +75,9 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			foo := newFoo(ns, tc.name, tc.deploymentName, tc.replicas)
 			foo.UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
-			desired := contract.DesiredDeployment(foo)
-			object, err := contract.DeploymentObject(desired)
+			want := desired.Deployment(foo)
+			object := &appsv1.Deployment{}
+			err := owned.ToObject(want, object)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +97,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 				t.Errorf("create: %v", err)
 			}
 
-			applied, err := deployments.Apply(context.Background(), desired, metav1.ApplyOptions{
+			applied, err := deployments.Apply(context.Background(), want, metav1.ApplyOptions{
 				DryRun:       dryRun,
 				FieldManager: samplecontroller.ControllerName,
 				Force:        true,

@@ -31,7 +31,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -146,7 +147,8 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// missing would be the garbage collector's to delete during the test.
 	ensureStandardCRD(t)
 	foo := createFoo(t, newFoo(ns, "stale", "stale", int32p(1)))
-	object, err := contract.DeploymentObject(contract.DesiredDeployment(foo))
+	object := &appsv1.Deployment{}
+	err := owned.ToObject(desired.Deployment(foo), object)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +160,14 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	scaledFoo := foo.DeepCopy()
 	scaledFoo.Spec.Replicas = int32p(3)
 	var scaled *appsv1.Deployment
-	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, contract.DesiredDeployment(scaledFoo), &scaled))
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.Deployment(scaledFoo), &scaled))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The stale replica still sees the first version and asks for 1.
 	_, err = deployments.Apply(context.Background(),
-		contract.DesiredDeployment(foo).WithResourceVersion(seen.ResourceVersion),
+		desired.Deployment(foo).WithResourceVersion(seen.ResourceVersion),
 		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("apply on resourceVersion %s after %s: %v, want 409 Conflict", seen.ResourceVersion, scaled.ResourceVersion, err)
@@ -185,7 +187,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// deployment controller may write the status between the read and the
 	// apply, which makes that version stale too: then read again.
 	var applied *appsv1.Deployment
-	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, contract.DesiredDeployment(foo), &applied))
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.Deployment(foo), &applied))
 	if err != nil {
 		t.Fatalf("apply on the current resourceVersion: %v", err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"fmt"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // Problem is why a Foo cannot be reconciled, in words for the Foo's user: its
@@ -51,7 +52,7 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 // someone the controller does not watch.
 func NameTakenProblem(deployment metav1.Object) *Problem {
 	owner := "no Foo"
-	if ref := ControllerRef(deployment); ref != nil {
+	if ref := owned.ControllerRef(deployment, samplecontroller.FooGroupKind); ref != nil {
 		owner = fmt.Sprintf("Foo %q", ref.Name)
 	}
 	return &Problem{

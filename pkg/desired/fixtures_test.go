@@ -14,28 +14,29 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract_test
+package desired_test
 
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/diff"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	"github.com/kube-samples/sample-controller/pkg/contract"
+	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
-// The fixtures are written out; these say that they are what the contract
+// The fixtures are written out; these say that they are what the mapping
 // computes, so that a test starting from them starts from the real thing.
 func TestOwnedDeploymentIsTheDesiredDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
-	desired, err := contract.DeploymentObject(contract.DesiredDeployment(foo))
-	if err != nil {
+	want := &appsv1.Deployment{}
+	if err := owned.ToObject(desired.Deployment(foo), want); err != nil {
 		t.Fatal(err)
 	}
 	got := testfixtures.OwnedDeployment(t, foo)
-	want := desired.DeepCopy()
 	want.UID, want.ResourceVersion, want.Generation, want.Status = got.UID, "1", 1, got.Status
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("OwnedDeployment differs from the desired Deployment:\n%s", diff.Diff(want, got))
@@ -46,9 +47,9 @@ func TestWithSyncedStatusIsTheDesiredStatus(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	d := testfixtures.OwnedDeployment(t, foo)
 	got := testfixtures.WithSyncedStatus(t, foo.DeepCopy(), d).Status
-	cached := contract.NewCachedDeployment(d)
+	cached := desired.Deployments.Cache(d)
 	foo.Status = got // the condition keeps its transition time when unchanged
-	if want := contract.DesiredStatus(foo, cached, contract.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
+	if want := desired.Status(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("WithSyncedStatus differs from the desired status:\n%s", diff.Diff(want, got))
 	}
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ import (
 // one: True once the rollout is complete with every desired replica updated
 // and available, in the manner of "kubectl rollout status".
 func ReadyCondition(foo *samplev1alpha1.Foo, deployment *CachedDeployment) metav1.Condition {
-	want := DesiredReplicas(&foo.Spec)
+	want := Replicas(&foo.Spec)
 	st := deployment.Status
 	var msg string
 	switch {
@@ -71,12 +71,12 @@ func NotReady(reason, message string) metav1.Condition {
 	}
 }
 
-// DesiredStatus returns the status the Foo should have: the replica counts of
+// Status returns the status the Foo should have: the replica counts of
 // its Deployment (nil when it has none of its own), the pod selector for the
 // scale subresource, and the Ready condition, all stamped with the Foo's
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func DesiredStatus(
+func Status(
 	foo *samplev1alpha1.Foo, deployment *CachedDeployment, ready metav1.Condition,
 ) samplev1alpha1.FooStatus {
 	status := samplev1alpha1.FooStatus{

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"strings"
@@ -23,9 +23,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 func TestDeploymentDrift(t *testing.T) {
@@ -57,7 +61,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Drift(DesiredDeployment(foo), NewCachedDeployment(d))
+			drift, err := Deployments.Drift(Deployment(foo), Deployments.Cache(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +77,7 @@ func TestDeploymentDrift(t *testing.T) {
 func TestNewDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	foo.Spec.Replicas = nil
-	d, err := DeploymentObject(DesiredDeployment(foo))
+	d, err := deploymentObject(Deployment(foo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if drift, err := Drift(DesiredDeployment(foo), NewCachedDeployment(d)); err != nil || len(drift) != 0 {
+	if drift, err := Deployments.Drift(Deployment(foo), Deployments.Cache(d)); err != nil || len(drift) != 0 {
 		t.Errorf("the created Deployment drifts from the desired one in %v (error %v)", drift, err)
 	}
 }
@@ -109,4 +113,19 @@ func TestLongFooNamesGetValidDistinctLabels(t *testing.T) {
 	if LabelValue(one) == LabelValue(other) {
 		t.Errorf("two long names share the label value %q", LabelValue(one))
 	}
+}
+
+// deploymentObject is the Deployment a plain create of desired makes.
+func deploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, owned.ToObject(desired, d)
+}
+
+// transform is what the informers' transforms make of obj: a Foo trimmed by
+// the Foo informer's, anything else as the Deployment informer's makes it.
+func transform(obj interface{}) (interface{}, error) {
+	if _, ok := obj.(*samplev1alpha1.Foo); ok {
+		return foocache.Transform(obj)
+	}
+	return Deployments.Transform(obj)
 }

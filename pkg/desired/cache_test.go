@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"reflect"
@@ -41,7 +41,9 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // completeDeployment is ownedDeployment as a cluster serves it, with what
@@ -140,7 +142,7 @@ func beingDeleted(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 // turns it into what the cache keeps of it.
 func cachedDeployment(t *testing.T, d *appsv1.Deployment) *CachedDeployment {
 	t.Helper()
-	out, err := TrimForCache(d)
+	out, err := transform(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func cachedDeployment(t *testing.T, d *appsv1.Deployment) *CachedDeployment {
 // place).
 func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
 	t.Helper()
-	out, err := TrimForCache(foo.DeepCopy())
+	out, err := transform(foo.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Drift(DesiredDeployment(foo), cachedDeployment(t, d))
+			drift, err := Deployments.Drift(Deployment(foo), cachedDeployment(t, d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,9 +229,9 @@ func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	for name, owned := range map[string]string{"none": "", "not JSON": "{"} {
 		t.Run(name, func(t *testing.T) {
-			cached := NewCachedDeployment(testfixtures.OwnedDeployment(t, foo))
+			cached := Deployments.Cache(testfixtures.OwnedDeployment(t, foo))
 			cached.Owned = owned
-			if drift, err := Drift(DesiredDeployment(foo), cached); err == nil {
+			if drift, err := Deployments.Drift(Deployment(foo), cached); err == nil {
 				t.Errorf("drift %q and no error", drift)
 			}
 		})
@@ -294,7 +296,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 					Reason: tc.reason, Message: tc.msg}},
 			}
 			// A changed condition is stamped with the time of the call.
-			if got := DesiredStatus(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
+			if got := Status(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
 				t.Errorf("status:\n%s", diff.Diff(wantStatus, got))
 			}
 		})
@@ -344,7 +346,7 @@ func TestCachedDeploymentKeepsItsController(t *testing.T) {
 			if got := metav1.IsControlledBy(cached, foo); got != tc.controlled {
 				t.Errorf("controlled by the Foo: %v, want %v", got, tc.controlled)
 			}
-			got, err := DeploymentIndexers()[DeploymentByControllingFoo](cached)
+			got, err := owned.Indexers(samplecontroller.FooGroupKind)[owned.ByControllerUID](cached)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -387,18 +389,18 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
-			d := NewCachedDeployment(completeDeployment(t, foo))
+			d := Deployments.Cache(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
-			if got, want := DesiredDeployment(trimmed), DesiredDeployment(foo); !reflect.DeepEqual(got, want) {
+			if got, want := Deployment(trimmed), Deployment(foo); !reflect.DeepEqual(got, want) {
 				t.Errorf("desired Deployment differs:\n%s", diff.Diff(want, got))
 			}
 			if got, want := ValidateSpec(&trimmed.Spec).ToAggregate(), ValidateSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
 				t.Errorf("spec validation: %v, the complete Foo %v", got, want)
 			}
-			want := DesiredStatus(foo, d, ReadyCondition(foo, d))
-			got := DesiredStatus(trimmed, d, ReadyCondition(trimmed, d))
+			want := Status(foo, d, ReadyCondition(foo, d))
+			got := Status(trimmed, d, ReadyCondition(trimmed, d))
 			if !EqualIgnoringTransitionTimes(got, want) {
 				t.Errorf("status differs:\n%s", diff.Diff(want, got))
 			}
@@ -421,8 +423,8 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			if !reflect.DeepEqual(gotRef, wantRef) {
 				t.Errorf("event reference differs:\n%s", diff.Diff(wantRef, gotRef))
 			}
-			gotIndex, _ := FooIndexers()[FooByDeploymentName](trimmed)
-			wantIndex, _ := FooIndexers()[FooByDeploymentName](foo)
+			gotIndex, _ := foocache.Indexers()[foocache.ByDeploymentName](trimmed)
+			wantIndex, _ := foocache.Indexers()[foocache.ByDeploymentName](foo)
 			if !reflect.DeepEqual(gotIndex, wantIndex) {
 				t.Errorf("indexed under %q, the complete Foo under %q", gotIndex, wantIndex)
 			}
@@ -460,7 +462,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
 			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
 			`"spec":{"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
-		Status: CachedDeploymentStatus{
+		Status: DeploymentStatus{
 			ObservedGeneration: 3,
 			Replicas:           3,
 			UpdatedReplicas:    3,
@@ -478,7 +480,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
-	if got := NewCachedDeployment(d); !reflect.DeepEqual(got, want) {
+	if got := Deployments.Cache(d); !reflect.DeepEqual(got, want) {
 		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
 	}
 	if got := cachedDeployment(t, completeDeployment(t, testfixtures.NewFoo("test", 3))); !reflect.DeepEqual(got, want) {
@@ -491,8 +493,8 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"NewCachedDeployment": func(_ *testing.T, d *appsv1.Deployment) { NewCachedDeployment(d) },
-		"TrimForCache":        func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"NewCachedDeployment": func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
+		"Deployments.Cache":   func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))
@@ -510,7 +512,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 // (and the Deployment can be collected as soon as it is built).
 func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
-	cached := NewCachedDeployment(d)
+	cached := Deployments.Cache(d)
 
 	*d.Spec.Replicas = 9
 	*d.OwnerReferences[1].Controller = false
@@ -531,7 +533,7 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 // detector makes of each cached object) shares nothing that can be changed
 // with the original.
 func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
-	cached := NewCachedDeployment(completeDeployment(t, testfixtures.NewFoo("test", 3)))
+	cached := Deployments.Cache(completeDeployment(t, testfixtures.NewFoo("test", 3)))
 	var obj runtime.Object = cached
 	cp := obj.DeepCopyObject().(*CachedDeployment)
 	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
@@ -597,14 +599,14 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			once := cachedDeployment(t, d)
-			twice, err := TrimForCache(once)
+			twice, err := transform(once)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if twice != once {
 				t.Errorf("the transform turned a CachedDeployment into %#v, want the same one", twice)
 			}
-			if want := NewCachedDeployment(d); !reflect.DeepEqual(once, want) {
+			if want := Deployments.Cache(d); !reflect.DeepEqual(once, want) {
 				t.Errorf("the transform modified the CachedDeployment:\n%s", diff.Diff(want, once))
 			}
 		})
@@ -628,7 +630,7 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 // results are still held, and copies would double the memory at that moment.
 func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
 	foo := completeFoo(t)
-	out, err := TrimForCache(foo)
+	out, err := transform(foo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +647,7 @@ func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
 // it entered the cache.
 func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
-	cached := NewCachedDeployment(d)
+	cached := Deployments.Cache(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
 	list := &appsv1.DeploymentList{Items: []appsv1.Deployment{*d.DeepCopy()}}
@@ -661,7 +663,7 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 		"Deployment list":      list,
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := TrimForCache(obj)
+			out, err := transform(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -670,7 +672,7 @@ func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
 			}
 		})
 	}
-	if want := NewCachedDeployment(d); !reflect.DeepEqual(cached, want) {
+	if want := Deployments.Cache(d); !reflect.DeepEqual(cached, want) {
 		t.Errorf("a passed-through CachedDeployment was modified:\n%s", diff.Diff(want, cached))
 	}
 	if pod.Annotations["a"] != "b" || !reflect.DeepEqual(list.Items[0], *d) {
@@ -692,7 +694,7 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 		unsafe.StringData(da.OwnerReferences[1].Kind) == unsafe.StringData(db.OwnerReferences[1].Kind) {
 		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
-	a, b := NewCachedDeployment(da), NewCachedDeployment(db)
+	a, b := Deployments.Cache(da), Deployments.Cache(db)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
 	}

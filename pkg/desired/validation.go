@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"fmt"
@@ -46,10 +46,10 @@ func ValidateSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
 	return errs
 }
 
-// DesiredReplicas is the replica count a valid spec asks for: the API server
+// Replicas is the replica count a valid spec asks for: the API server
 // defaults an omitted spec.replicas to MinReplicas, and so does the controller
 // for CRDs without that default.
-func DesiredReplicas(spec *samplev1alpha1.FooSpec) int32 {
+func Replicas(spec *samplev1alpha1.FooSpec) int32 {
 	if spec.Replicas == nil {
 		return samplev1alpha1.MinReplicas
 	}

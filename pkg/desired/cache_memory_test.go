@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"fmt"
@@ -36,7 +36,9 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // How much memory the caches keep per object: the benchmarks decode
@@ -48,7 +50,7 @@ import (
 // objects, and the store with its indexes. They report; they assert
 // nothing. Run:
 //
-//	go test -run '^$' -bench CachedBytes -benchtime 1x ./pkg/contract
+//	go test -run '^$' -bench CachedBytes -benchtime 1x ./pkg/desired
 //
 // docs/performance.md has the figures.
 const cachedObjects = 10000
@@ -63,7 +65,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), DeploymentIndexers(), TrimForCache)
+	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind), Deployments.Transform)
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {
@@ -77,7 +79,7 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers(), TrimForCache)
+	reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), foocache.Indexers(), foocache.Transform)
 }
 
 // BenchmarkCachedBytesPerLabelledFoo prices the labels and annotations
@@ -98,7 +100,7 @@ func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
 		return func(obj interface{}) (interface{}, error) {
 			foo := obj.(*samplev1alpha1.Foo)
 			labels, notes := foo.Labels, foo.Annotations
-			trimmed, err := TrimForCache(foo)
+			trimmed, err := transform(foo)
 			trimmed.(*samplev1alpha1.Foo).Labels = labels
 			if annotations {
 				trimmed.(*samplev1alpha1.Foo).Annotations = notes
@@ -107,10 +109,10 @@ func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
 		}
 	}
 	for name, transform := range map[string]func(interface{}) (interface{}, error){
-		"trimmed": TrimForCache, "keeping labels": keeping(false), "keeping labels and annotations": keeping(true),
+		"trimmed": foocache.Transform, "keeping labels": keeping(false), "keeping labels and annotations": keeping(true),
 	} {
 		b.Run(name, func(b *testing.B) {
-			reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), FooIndexers(), transform)
+			reportCachedBytes(b, encoded, samplescheme.Codecs.UniversalDeserializer(), foocache.Indexers(), transform)
 		})
 	}
 }
@@ -168,7 +170,7 @@ func liveHeap() int64 {
 func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 	tb.Helper()
 	foo := testfixtures.NewFoo(fmt.Sprintf("foo-%05d", i), 1)
-	d, err := DeploymentObject(DesiredDeployment(foo))
+	d, err := deploymentObject(Deployment(foo))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 // Fuzz targets for the two pure functions between a Foo and the API server:
 // the spec validation, and the mapping of a valid spec to a Deployment. Their
@@ -82,8 +82,8 @@ func FuzzDesiredDeployment(f *testing.F) {
 		if !ok {
 			return
 		}
-		desired := DesiredDeployment(foo)
-		created, err := DeploymentObject(desired)
+		desired := Deployment(foo)
+		created, err := deploymentObject(desired)
 		if err != nil {
 			t.Fatalf("Foo %s/%s: %v", foo.Namespace, foo.Name, err)
 		}
@@ -91,7 +91,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.DeploymentName, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift, err := Drift(desired, NewCachedDeployment(created)); err != nil || len(drift) > 0 {
+		if drift, err := Deployments.Drift(desired, Deployments.Cache(created)); err != nil || len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v (error %v)", drift, err)
 		}
 	})

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package contract
+package desired
 
 import (
 	"bytes"
@@ -41,6 +41,7 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // clientGoDeploymentType is the Deployment's type in client-go's schema of
@@ -58,7 +59,7 @@ func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 
 func generatedDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()
-	t, err := deploymentSchema()
+	t, err := owned.ParseType(deploymentSchemaYAML, deploymentTypeName)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func everyFieldSetDeployment() *appsv1.Deployment {
 	d.Spec.Template.ObjectMeta = managed()
 	d.Spec.Template.Spec.Volumes = []corev1.Volume{{VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{ObjectMeta: managed()}}}}}
-	everyFieldSet(reflect.ValueOf(d).Elem(), 1)
+	owned.EveryFieldSet(reflect.ValueOf(d).Elem(), 1)
 	return d
 }
 
@@ -90,8 +91,8 @@ func TestSubsetSchemaTypesDeploymentsAsClientGoDoes(t *testing.T) {
 	full, subset := clientGoDeploymentType(t), generatedDeploymentType(t)
 	everySpecField := &samplev1alpha1.Foo{}
 	everySpecField.Name, everySpecField.Namespace, everySpecField.UID = "every", "default", "uid-every"
-	everyFieldSet(reflect.ValueOf(&everySpecField.Spec).Elem(), 1)
-	desiredOfEverySpecField, err := DeploymentObject(DesiredDeployment(everySpecField))
+	owned.EveryFieldSet(reflect.ValueOf(&everySpecField.Spec).Elem(), 1)
+	desiredOfEverySpecField, err := deploymentObject(Deployment(everySpecField))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,16 +168,12 @@ func TestSubsetSchemaRefusesWhatClientGoRefuses(t *testing.T) {
 // the drift found in them are the same with either schema.
 func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 	full, subset := clientGoDeploymentType(t), generatedDeploymentType(t)
-	fullPattern, err := ownedPatternOf(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subsetPattern, err := ownedPatternOf(subset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(subsetPattern, fullPattern) {
-		t.Fatalf("owned fields with the generated schema\n%v\nwith client-go's\n%v", subsetPattern, fullPattern)
+	var fields [2]*owned.Fields
+	for i, s := range []typed.ParseableType{full, subset} {
+		var err error
+		if fields[i], err = deploymentFieldsOf(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	foo := testfixtures.NewFoo("test", 3)
@@ -199,15 +196,12 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var owned, drift [2]string
-			for i, s := range []typed.ParseableType{full, subset} {
-				pattern := [...][2]interface{}{fullPattern, subsetPattern}[i]
+			for i, f := range fields {
 				var err error
-				if owned[i], err = ownedValuesOf(s, pattern, tc.d); err != nil {
+				if owned[i], err = f.Values(tc.d); err != nil {
 					t.Fatal(err)
 				}
-				cached := NewCachedDeployment(tc.d)
-				cached.Owned = owned[i]
-				names, err := driftOf(s, DesiredDeployment(foo), cached)
+				names, err := f.Drift(Deployment(foo), tc.d.Name, owned[i])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -258,7 +252,7 @@ func hasPath(set *fieldpath.Set, name string) bool {
 // ("subset", what deploymentSchema parses). They report; they assert
 // nothing. Run:
 //
-//	go test -run '^$' -bench DeploymentSchema -benchmem -count 3 ./pkg/contract
+//	go test -run '^$' -bench DeploymentSchema -benchmem -count 3 ./pkg/desired
 //
 // docs/performance.md has the figures.
 

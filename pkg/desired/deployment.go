@@ -1,0 +1,196 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package desired is what a Foo means, as pure functions of the objects
+// involved: the objects a Foo asks for (each kind it owns registered once,
+// with what the cache keeps of it: deployment.go), the status and Ready
+// condition it should have, which specs are valid, and the problems a Foo
+// can report with their reasons. The controller in the repository root acts
+// on these; the tests, the end-to-end suite and the benchmark call them
+// directly. How owned objects are cached and compared, for any kind, is
+// pkg/owned's.
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/owned"
+)
+
+// The single container of the pod template.
+const (
+	ContainerName  = "nginx"
+	ContainerImage = "nginx:latest"
+)
+
+// PodLabels are the labels of the Foo's pods, and so the Deployment's
+// selector. A Deployment's selector cannot change, so neither may these.
+func PodLabels(foo *samplev1alpha1.Foo) map[string]string {
+	return map[string]string{
+		samplecontroller.LabelApp:        "nginx",
+		samplecontroller.LabelController: LabelValue(foo.Name),
+	}
+}
+
+// LabelValue is the Foo's name as a label value. A Foo's name may have up
+// to 253 characters, a label value only 63: a longer name is cut to its first
+// 52 characters and followed by a hash of the whole name, so that two long
+// names still get different values. Names of 63 characters or fewer are used
+// as they are.
+func LabelValue(name string) string {
+	if len(name) <= validation.LabelValueMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Deployment returns the Deployment a Foo asks for. It is a pure function
+// of the Foo, and it names exactly the fields the controller owns: server-side
+// apply writes these and leaves every other field, such as another team's
+// labels or annotations, to whoever set it.
+func Deployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration {
+	labels := PodLabels(foo)
+	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
+		WithLabels(labels).
+		WithLabels(map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
+			WithKind(samplecontroller.FooKind).
+			WithName(foo.Name).
+			WithUID(foo.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(Replicas(&foo.Spec)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().
+					WithContainers(corev1ac.Container().
+						WithName(ContainerName).
+						WithImage(ContainerImage)))))
+}
+
+// The Deployment's registration: what the cache keeps of a Deployment the
+// controller manages, and which of its fields are the Foo's.
+
+// DeploymentStatus is what ReadyCondition and Status read of a Deployment's
+// status.
+type DeploymentStatus struct {
+	ObservedGeneration                           int64
+	Replicas, UpdatedReplicas, AvailableReplicas int32
+	// ProgressDeadlineExceeded says the deployment controller gave up on the
+	// rollout: its Progressing condition is False.
+	ProgressDeadlineExceeded bool
+}
+
+// CachedDeployment is what the Deployment cache holds of a managed
+// Deployment: the fields the controller reads, and nothing else
+// (owned.Object).
+type CachedDeployment = owned.Object[DeploymentStatus]
+
+// Deployments is the Deployment's registration with the owned-object
+// machinery: its cache (Deployments.Cache, NewDeploymentInformer), its
+// fields the Foo owns (those Deployment sets) and their drift.
+var Deployments = &owned.Kind[*appsv1.Deployment, DeploymentStatus]{
+	Name:     "Deployment",
+	Resource: appsv1.Resource("deployments"),
+	Fields:   deploymentFields,
+	Status:   deploymentStatus,
+}
+
+// deploymentStatus is what is read of d's status.
+func deploymentStatus(d *appsv1.Deployment) DeploymentStatus {
+	st := DeploymentStatus{
+		ObservedGeneration: d.Status.ObservedGeneration,
+		Replicas:           d.Status.Replicas,
+		UpdatedReplicas:    d.Status.UpdatedReplicas,
+		AvailableReplicas:  d.Status.AvailableReplicas,
+	}
+	// The first Progressing condition says whether the rollout progresses.
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			st.ProgressDeadlineExceeded = c.Status == corev1.ConditionFalse
+			break
+		}
+	}
+	return st
+}
+
+// deploymentTypeName is the apps/v1 Deployment's type in the schema.
+const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
+
+// deploymentFields are the fields Deployment sets, found once per process
+// with the Deployment's part of client-go's schema alone
+// (deploymentSchemaYAML, which hack/deployment-schema cuts out of client-go's
+// schema of every built-in type): parsing all of it, as
+// applyconfigurations.NewTypeConverter does, costs memory and start time for
+// types the controller never reads (docs/performance.md);
+// TestSubsetSchemaTypesDeploymentsAsClientGoDoes holds the part to typing
+// Deployments as the whole does.
+var deploymentFields = sync.OnceValues(func() (*owned.Fields, error) {
+	t, err := owned.ParseType(deploymentSchemaYAML, deploymentTypeName)
+	if err != nil {
+		return nil, err
+	}
+	return deploymentFieldsOf(t)
+})
+
+// deploymentFieldsOf finds the fields Deployment sets with the Deployment's
+// type t: those it sets for two probe Foos whose specs have every field set,
+// to different values (owned.NewFields).
+func deploymentFieldsOf(t typed.ParseableType) (*owned.Fields, error) {
+	var probes [2]interface{}
+	for i := range probes {
+		probe := &samplev1alpha1.Foo{}
+		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
+		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
+		probes[i] = Deployment(probe)
+	}
+	return owned.NewFields("Deployment", t, probes)
+}
+
+// NewDeploymentInformer returns the controller's informer of the
+// Deployments it manages (labelled LabelManagedBy) in namespace ("" for
+// all), whose cache holds each as its CachedDeployment, indexed by the Foo
+// that controls it (owned.ByControllerUID).
+func NewDeploymentInformer(
+	client kubernetes.Interface, namespace string, resyncPeriod time.Duration,
+) (cache.SharedIndexInformer, error) {
+	return owned.NewInformer(Deployments, client.AppsV1().Deployments(namespace), client,
+		labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}, &appsv1.Deployment{},
+		resyncPeriod, owned.Indexers(samplecontroller.FooGroupKind))
+}
