@@ -27,11 +27,19 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
-// maxLines is the longest a document of docs/ may be. Past it, a document
+// maxLines is the longest a document of docs/ may be, in lines of at most
+// maxWidth characters: a longer line counts as the lines it wraps into, so
+// that a long table row cannot hide a page's length. Past it, a document
 // holds more than one reader's concerns: split it by reader.
 const maxLines = 500
+
+// maxWidth is the widest a line of prose may be. Code blocks and table rows
+// may be wider, as Markdown cannot wrap them, but count in maxLines as the
+// lines they wrap into.
+const maxWidth = 120
 
 // documents are the Markdown files a reader navigates, relative to the
 // repository root.
@@ -93,10 +101,65 @@ func TestNoDocumentIsTooLongToNavigate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := strings.Count(string(text), "\n"); n > maxLines {
-			t.Errorf("%s: %d lines, more than %d", filepath.Base(doc), n, maxLines)
+		if n := wrappedLines(string(text)); n > maxLines {
+			t.Errorf("%s: %d lines wrapped at %d characters, more than %d", filepath.Base(doc), n, maxWidth, maxLines)
 		}
 	}
+}
+
+// wrappedLines counts the lines of text as a reader sees them in a window
+// maxWidth characters wide.
+func wrappedLines(text string) int {
+	n := 0
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		n += max(1, (utf8.RuneCountInString(line)+maxWidth-1)/maxWidth)
+	}
+	return n
+}
+
+func TestProseIsWrapped(t *testing.T) {
+	for _, doc := range documents(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range numberedProse(string(text)) {
+			if line.text == "" || strings.HasPrefix(strings.TrimSpace(line.text), "|") {
+				continue
+			}
+			if n := utf8.RuneCountInString(line.text); n > maxWidth {
+				t.Errorf("%s:%d: %d characters, more than %d: wrap it", filepath.Base(doc), line.number, n, maxWidth)
+			}
+		}
+	}
+}
+
+func TestWrappedLinesCountLongLines(t *testing.T) {
+	long := strings.Repeat("x", 2*maxWidth+1)
+	if n := wrappedLines("a\n" + long + "\n\nb\n"); n != 6 {
+		t.Errorf("wrappedLines = %d, want 6", n)
+	}
+}
+
+type numberedLine struct {
+	number int
+	text   string
+}
+
+// numberedProse is prose with each line's number in the text, from 1.
+func numberedProse(text string) []numberedLine {
+	var lines []numberedLine
+	fenced := false
+	for i, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			lines = append(lines, numberedLine{i + 1, line})
+		}
+	}
+	return lines
 }
 
 // prose returns the lines of a Markdown text outside its fenced code blocks.
