@@ -83,7 +83,7 @@ unit:
 # the tests import a second time, instrumented (the fake clientset of every
 # API group among them). Plain, the unit tests share their compiles with
 # the end-to-end suites and the copy's tests. With it, a fresh make test on
-# a slow two-core machine would not fit in the 60 minutes this project
+# a slow two-core machine would not fit in the hour this project
 # holds make test to (docs/performance.md, make test). The
 # end-to-end suites run the concurrent code (the workers, the write fence,
 # the fresh-first queue, the certificate reloader) against a real API
@@ -138,7 +138,7 @@ E2E_MINORS_SKIP := ^(TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestP
 # told otherwise.
 CONTRACT_MINORS ?= $(wordlist 2,$(words $(K8S_MINORS)),$(K8S_MINORS))
 # Those make test proves: the oldest. With the minor between (1.36 beside
-# 1.35), a fresh make test on a 2-core machine went past the 60 minutes it is
+# 1.35), a fresh make test on a 2-core machine went past the hour it is
 # held to (docs/performance.md, make test). The newest and the oldest bracket
 # what the controller asks of the API; make e2e-minors proves the one between.
 TEST_CONTRACT_MINORS := $(lastword $(K8S_MINORS))
