@@ -41,19 +41,20 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-# On a fresh machine make test is bound by the CPU (README, Test it): what
+# On a fresh machine make test is bound by the CPU (docs/testing.md): what
 # matters is the work, and that both cores have some all along, which is
 # what the order and the priorities are for. Two lanes, side by side. The
 # first builds the newest minor's control plane and Prometheus, then runs
 # its suite (e2e). The second, at nice 5 so that the suite's control plane
 # gets the CPU when it asks, runs the checks, then two jobs at once: the
 # oldest minor's control-plane build and then its contract, and, at nice 10,
-# the fillers: the unit tests and the copy's checks (TEMPLATE_CHECKS: make
-# new-controller-check). The suites wait on their control planes more than
-# they compute; the fillers take whatever CPU they leave. The 1.35 build is
-# the longest chain left, so it has the CPU before them: with the copy's
-# checks at its priority, that build ended late and its contract then ran
-# alone, half idle (docs/performance.md, make test). The minors between are
+# the fillers: the unit tests and TEMPLATE_CHECKS (the template's own
+# checks; none in a controller made from it). The suites wait on their
+# control planes more than they compute; the fillers take whatever CPU they
+# leave. The oldest minor's build is the longest chain left, so it has the
+# CPU before them: with the fillers at its priority, that build ended late
+# and its contract then ran alone, half idle (docs/performance.md, make
+# test). The minors between are
 # make e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make
 # race's (below).
 test:
@@ -68,9 +69,9 @@ checks-then-contract:
 	nice -n 5 $(MAKE) monitoring
 	nice -n 5 $(MAKE) -j2 e2e-minors fillers
 
-# make unit and the copy's checks, five steps further down in priority than
-# the make that runs them. The unit tests end first and leave the copy's
-# tests their compiled dependencies.
+# make unit and TEMPLATE_CHECKS, five steps further down in priority than
+# the make that runs them. The unit tests end first and leave the checks
+# after them their compiled dependencies.
 fillers:
 	nice -n 5 $(MAKE) -j2 unit $(TEMPLATE_CHECKS)
 
@@ -82,7 +83,7 @@ unit:
 # Not part of make test, as make fuzz is not. -race compiles every package
 # the tests import a second time, instrumented (the fake clientset of every
 # API group among them). Plain, the unit tests share their compiles with
-# the end-to-end suites and the copy's tests. With it, a fresh make test on
+# the end-to-end suites. With it, a fresh make test on
 # a slow two-core machine would not fit in the hour this project
 # holds make test to (docs/performance.md, make test). The
 # end-to-end suites run the concurrent code (the workers, the write fence,
@@ -228,7 +229,7 @@ install:
 uninstall:
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f artifacts/examples/crd.yaml
 
-## deploy: install the CRD and the controller (kubectl apply -k artifacts/deploy; for the image see docs/operations.md).
+## deploy: install the CRD and the controller (kubectl apply -k artifacts/deploy; for the image see docs/deploying.md).
 deploy:
 	$(KUBECTL) apply -k artifacts/deploy
 

@@ -123,8 +123,8 @@ func TestProseIsWrapped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range numberedProse(string(text)) {
-			if line.text == "" || strings.HasPrefix(strings.TrimSpace(line.text), "|") {
+		for _, line := range markdownLines(string(text)) {
+			if line.fenced || strings.HasPrefix(strings.TrimSpace(line.text), "|") {
 				continue
 			}
 			if n := utf8.RuneCountInString(line.text); n > maxWidth {
@@ -141,23 +141,24 @@ func TestWrappedLinesCountLongLines(t *testing.T) {
 	}
 }
 
-type numberedLine struct {
-	number int
-	text   string
+// markdownLine is a line of a Markdown text, its fences left out.
+type markdownLine struct {
+	number int    // from 1
+	text   string // without its newline
+	fenced bool   // inside a fenced code block
 }
 
-// numberedProse is prose with each line's number in the text, from 1.
-func numberedProse(text string) []numberedLine {
-	var lines []numberedLine
+// markdownLines splits a Markdown text into its lines, the fences of its
+// code blocks (```) left out.
+func markdownLines(text string) []markdownLine {
+	var lines []markdownLine
 	fenced := false
 	for i, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "```") {
 			fenced = !fenced
 			continue
 		}
-		if !fenced {
-			lines = append(lines, numberedLine{i + 1, line})
-		}
+		lines = append(lines, markdownLine{i + 1, line, fenced})
 	}
 	return lines
 }
@@ -165,14 +166,9 @@ func numberedProse(text string) []numberedLine {
 // prose returns the lines of a Markdown text outside its fenced code blocks.
 func prose(text string) []string {
 	var lines []string
-	fenced := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-			continue
-		}
-		if !fenced {
-			lines = append(lines, line)
+	for _, line := range markdownLines(text) {
+		if !line.fenced {
+			lines = append(lines, line.text)
 		}
 	}
 	return lines
