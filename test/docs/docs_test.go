@@ -239,3 +239,40 @@ func TestAnchorsAreGitHubs(t *testing.T) {
 		t.Errorf("anchors %v, want exactly %v", got, want)
 	}
 }
+
+// firstScreen is how many lines of the README a newcomer reads before
+// deciding where to go: the two commands, one test alone, and how to deploy
+// are within them.
+const firstScreen = 80
+
+// maxTestIt is the longest the README's "Test it" may be: the command, what
+// it covers, the faster loops and a typical duration. The rest is
+// docs/testing.md's.
+const maxTestIt = 25
+
+func TestReadmeIsAFirstPage(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(text), "\n")
+	first := strings.Join(lines[:min(firstScreen, len(lines))], "\n")
+	for _, want := range []string{"make run", "make test", "go test -run", "make deploy"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("README: %q is not within its first %d lines", want, firstScreen)
+		}
+	}
+	start := -1
+	for i, line := range lines {
+		switch {
+		case line == "## Test it":
+			start = i
+		case start >= 0 && strings.HasPrefix(line, "## "):
+			if n := i - start; n > maxTestIt {
+				t.Errorf("README: Test it is %d lines, more than %d: move the rest to docs/testing.md", n, maxTestIt)
+			}
+			return
+		}
+	}
+	t.Error(`README: no "## Test it" followed by another section`)
+}
