@@ -55,29 +55,46 @@ func documents(t *testing.T) []string {
 	return append(docs, filepath.Join("..", "..", "README.md"))
 }
 
+// document is a Markdown file a reader navigates, read.
+type document struct {
+	path string // relative to this package
+	name string // the file's name, for messages
+	text string
+}
+
+// readDocuments reads the documents.
+func readDocuments(t *testing.T) []document {
+	t.Helper()
+	var docs []document
+	for _, path := range documents(t) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, document{path, filepath.Base(path), string(text)})
+	}
+	return docs
+}
+
 // link is a Markdown inline link, [text](target); images, ![alt](target),
 // match too.
 var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range prose(string(text)) {
+	for _, doc := range readDocuments(t) {
+		for _, line := range prose(doc.text) {
 			for _, m := range link.FindAllStringSubmatch(line, -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 					continue
 				}
 				path, fragment, _ := strings.Cut(target, "#")
-				file := doc
+				file := doc.path
 				if path != "" {
-					file = filepath.Join(filepath.Dir(doc), filepath.FromSlash(path))
+					file = filepath.Join(filepath.Dir(doc.path), filepath.FromSlash(path))
 				}
 				if _, err := os.Stat(file); err != nil {
-					t.Errorf("%s: link %q: %v", filepath.Base(doc), target, err)
+					t.Errorf("%s: link %q: %v", doc.name, target, err)
 					continue
 				}
 				if fragment == "" || !strings.HasSuffix(file, ".md") {
@@ -88,7 +105,7 @@ func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !anchors(string(linked))[fragment] {
-					t.Errorf("%s: link %q: %s has no heading with anchor #%s", filepath.Base(doc), target, filepath.Base(file), fragment)
+					t.Errorf("%s: link %q: %s has no heading with anchor #%s", doc.name, target, filepath.Base(file), fragment)
 				}
 			}
 		}
@@ -96,13 +113,9 @@ func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
 }
 
 func TestNoDocumentIsTooLongToNavigate(t *testing.T) {
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := wrappedLines(string(text)); n > maxLines {
-			t.Errorf("%s: %d lines wrapped at %d characters, more than %d", filepath.Base(doc), n, maxWidth, maxLines)
+	for _, doc := range readDocuments(t) {
+		if n := wrappedLines(doc.text); n > maxLines {
+			t.Errorf("%s: %d lines wrapped at %d characters, more than %d", doc.name, n, maxWidth, maxLines)
 		}
 	}
 }
@@ -118,17 +131,13 @@ func wrappedLines(text string) int {
 }
 
 func TestProseIsWrapped(t *testing.T) {
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range markdownLines(string(text)) {
+	for _, doc := range readDocuments(t) {
+		for _, line := range markdownLines(doc.text) {
 			if line.fenced || strings.HasPrefix(strings.TrimSpace(line.text), "|") {
 				continue
 			}
 			if n := utf8.RuneCountInString(line.text); n > maxWidth {
-				t.Errorf("%s:%d: %d characters, more than %d: wrap it", filepath.Base(doc), line.number, n, maxWidth)
+				t.Errorf("%s:%d: %d characters, more than %d: wrap it", doc.name, line.number, n, maxWidth)
 			}
 		}
 	}

@@ -83,15 +83,11 @@ func TestMakeTargetsNamedInDocsExist(t *testing.T) {
 			t.Fatalf("the Makefile parsed has no %q target: the parse is wrong (%v)", want, targets)
 		}
 	}
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, snippet := range code(string(text)) {
+	for _, doc := range readDocuments(t) {
+		for _, snippet := range code(doc.text) {
 			for _, m := range makeCommand.FindAllStringSubmatch(snippet, -1) {
 				if !targets[m[1]] {
-					t.Errorf("%s: `make %s`: the Makefile has no target %q", filepath.Base(doc), m[1], m[1])
+					t.Errorf("%s: `make %s`: the Makefile has no target %q", doc.name, m[1], m[1])
 				}
 			}
 		}
