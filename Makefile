@@ -12,16 +12,14 @@ E2E_TIMEOUT ?= 45m
 # coordinator can fail a target with a bare "context deadline exceeded" when
 # a -fuzztime duration ends while a starved worker is mid-input
 # (golang/go#75804, fixed in Go 1.27): seen here under load, no input at fault.
-# 10,000 inputs took about 4 s per target on a busy two-core machine.
+# 10,000 inputs take seconds per target (docs/performance.md, make test).
 FUZZTIME ?= 10000x
 # How make runs go test: never from its result cache (-count=1), and
 # without go test's own vet pass (-vet=off), as make lint's govet runs every
 # analyzer that pass would, and more, on the same code. That pass is no
 # small thing: to carry the printf checker's facts, it type-checks again
-# every package the tests import, some 900 of them (client-go, the API
-# types), once per build mode: measured with an empty Go cache, 4.9
-# CPU-minutes for the unit tests' packages in a plain build and 5.2 with
-# -race (make race).
+# every package the tests import (client-go, the API types), once per build
+# mode: minutes of CPU with an empty Go cache (docs/performance.md, make test).
 GO_TEST := go test -vet=off -count=1
 KUBECTL ?= kubectl
 # make uninstall ignore-not-found=true: no error when nothing is installed.
@@ -43,20 +41,20 @@ build:
 	go build -o $(BIN) .
 
 ## test: the full suite (README's test command; .ci/run calls it).
-# On a fresh machine make test is bound by the CPU (README, Test it): what
+# On a fresh machine make test is bound by the CPU (docs/testing.md): what
 # matters is the work, and that both cores have some all along, which is
 # what the order and the priorities are for. Two lanes, side by side. The
 # first builds the newest minor's control plane and Prometheus, then runs
 # its suite (e2e). The second, at nice 5 so that the suite's control plane
 # gets the CPU when it asks, runs the checks, then two jobs at once: the
 # oldest minor's control-plane build and then its contract, and, at nice 10,
-# the fillers: the unit tests and the copy's checks (TEMPLATE_CHECKS: make
-# new-controller-check). The suites wait on their control planes more than
-# they compute; the fillers take whatever CPU they leave. The 1.35 build is
-# the longest chain left, so it has the CPU before them: with the copy's
-# checks at its priority, that build took 26 minutes of a fresh run and its
-# contract then ran alone, half idle; above them, 22, and the contract began
-# as the copy's walkthrough ran (README, Test it). The minors between are
+# the fillers: the unit tests and TEMPLATE_CHECKS (the template's own
+# checks; none in a controller made from it). The suites wait on their
+# control planes more than they compute; the fillers take whatever CPU they
+# leave. The oldest minor's build is the longest chain left, so it has the
+# CPU before them: with the fillers at its priority, that build ended late
+# and its contract then ran alone, half idle (docs/performance.md, make
+# test). The minors between are
 # make e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make
 # race's (below).
 test:
@@ -71,9 +69,9 @@ checks-then-contract:
 	nice -n 5 $(MAKE) monitoring
 	nice -n 5 $(MAKE) -j2 e2e-minors fillers
 
-# make unit and the copy's checks, five steps further down in priority than
-# the make that runs them. The unit tests end first and leave the copy's
-# tests their compiled dependencies.
+# make unit and TEMPLATE_CHECKS, five steps further down in priority than
+# the make that runs them. The unit tests end first and leave the checks
+# after them their compiled dependencies.
 fillers:
 	nice -n 5 $(MAKE) -j2 unit $(TEMPLATE_CHECKS)
 
@@ -83,13 +81,11 @@ unit:
 
 ## race: the unit tests with the race detector: run it when a change touches goroutines or what they share.
 # Not part of make test, as make fuzz is not. -race compiles every package
-# the tests import a second time, instrumented: 14.6 CPU-minutes with an
-# empty Go cache, for the 1,142 packages behind the controller's tests (the
-# fake clientset of every API group among them). Plain, the unit tests
-# share their compiles with the end-to-end suites and the copy's tests.
-# A fresh make test on a slow two-core machine used 115 CPU-minutes with
-# it, 57.5 minutes of both cores before any wait, against the 60 this
-# project holds make test to (README, Test it), and 106 without it. The
+# the tests import a second time, instrumented (the fake clientset of every
+# API group among them). Plain, the unit tests share their compiles with
+# the end-to-end suites. With it, a fresh make test on
+# a slow two-core machine would not fit in the hour this project
+# holds make test to (docs/performance.md, make test). The
 # end-to-end suites run the concurrent code (the workers, the write fence,
 # the fresh-first queue, the certificate reloader) against a real API
 # server, but see a race only when it breaks what they check: make race
@@ -100,9 +96,9 @@ race:
 ## fuzz: each fuzz target for FUZZTIME beyond its seed corpus (which unit runs); findings land in pkg/desired/testdata/fuzz.
 # Not part of make test, whose unit tests run the seed corpus: to fuzz, go
 # test compiles every package the targets import again, with coverage
-# instrumentation (609 packages, client-go's among them), which took 5.3
-# minutes of a fresh make test's 79 on a busy two-core machine, for seconds
-# of fuzzing. Run it when the validation or the mapping changes.
+# instrumentation (client-go's packages among them): minutes of a fresh
+# machine for seconds of fuzzing (docs/performance.md, make test). Run it
+# when the validation or the mapping changes.
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/desired/
@@ -143,10 +139,9 @@ E2E_MINORS_SKIP := ^(TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestP
 # told otherwise.
 CONTRACT_MINORS ?= $(wordlist 2,$(words $(K8S_MINORS)),$(K8S_MINORS))
 # Those make test proves: the oldest. With the minor between (1.36 beside
-# 1.35), a fresh make test took 81 minutes on a 2-core machine, before the
-# copy's check; without it, 74 with the check (README, Test it), and CI stops
-# at 90. The newest and the oldest bracket what the controller asks of the
-# API; make e2e-minors proves the one between.
+# 1.35), a fresh make test on a 2-core machine went past the hour it is
+# held to (docs/performance.md, make test). The newest and the oldest bracket
+# what the controller asks of the API; make e2e-minors proves the one between.
 TEST_CONTRACT_MINORS := $(lastword $(K8S_MINORS))
 
 ## tools-minors: build the control planes of the older minors (CONTRACT_MINORS; make tools builds the newest).
@@ -234,7 +229,7 @@ install:
 uninstall:
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f artifacts/examples/crd.yaml
 
-## deploy: install the CRD and the controller (kubectl apply -k artifacts/deploy; for the image see docs/operations.md).
+## deploy: install the CRD and the controller (kubectl apply -k artifacts/deploy; for the image see docs/deploying.md).
 deploy:
 	$(KUBECTL) apply -k artifacts/deploy
 

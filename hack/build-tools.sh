@@ -12,13 +12,13 @@
 # kwokctl runs `<binary> --version` to choose each component's flags, and an
 # unstamped module build says v0.0.0, which kwokctl takes for the newest.
 # Like the release builds, they are linked without the symbol table and DWARF
-# (-s -w; stack traces keep their function names): linking a minor's three
-# binaries took 32 s of CPU instead of 48 s, and 292 MB instead of 419 MB.
+# (-s -w; stack traces keep their function names): less link time and disk
+# (docs/performance.md, make test).
 #
-# go build relinks only what changed (about 2 s when nothing did), so callers
+# go build relinks only what changed (little when nothing did), so callers
 # (make tools, the test framework) run it every time. Needs only the Go
 # toolchain (and the module proxy the first time; a cold build of one minor
-# takes 5 to 12 minutes on two cores).
+# takes minutes: docs/performance.md, make test).
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"

@@ -6,7 +6,7 @@
 # kube-apiserver, kube-controller-manager and kube-scheduler from, at
 # VERSION. Run it to move a minor to a newer patch release, or to add a
 # minor (the build script, the test framework and make e2e-minors find it by
-# its directory; add it to the README's table).
+# its directory; add it to the table of docs/local-control-plane.md).
 #
 # k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go,
 # ...) at v0.0.0 and points them at ./staging, which only works inside its

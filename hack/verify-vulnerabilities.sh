@@ -10,7 +10,7 @@
 # hack/vulncheck-gate reads govulncheck's findings: a vulnerability the
 # code calls in a module fails the check (require the fixed version in
 # go.mod); one it calls in the Go standard library is listed with the Go
-# release that fixes it (build with that release; see the README); one it
+# release that fixes it (build with that release; see docs/testing.md); one it
 # imports but does not call is counted.
 set -o errexit -o nounset -o pipefail
 

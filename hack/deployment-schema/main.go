@@ -23,8 +23,8 @@ limitations under the License.
 // controller owns. client-go has it only as part of the schema of every
 // built-in type (k8s.io/client-go/applyconfigurations/internal, not
 // importable), and parsing all of that, once per process, cost the
-// controller about 13 MiB of peak RSS and a quarter of a second at start
-// (docs/performance.md). This program takes that whole schema from client-go's
+// controller memory and start time (measured in docs/performance.md, "The
+// schema: the Deployment's part alone"). This program takes that whole schema from client-go's
 // public type converter, keeps the Deployment's type and every named type
 // reachable from it, and checks that each type it keeps reads back exactly
 // as client-go defines it. Its output changes only when client-go's does:

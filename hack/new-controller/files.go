@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -157,4 +158,24 @@ func dropTemplateOnly(rel, text string) (string, error) {
 		return "", errors.New(rel + ": " + templateOnlyBegin + " without its end")
 	}
 	return b.String(), nil
+}
+
+// measuredPages are the pages that hold figures measured on the template:
+// the copy keeps them, dated as they are, as a reference, and says whose
+// they are. None is the copy's until it measures its own.
+var measuredPages = []string{"docs/performance.md", "docs/failure-modes.md"}
+
+// measuredNote opens a measured page in the copy. It names no name of the
+// template, which the leftover check would find.
+const measuredNote = "> The figures on this page were measured on the template this controller was made from, on " +
+	"the\n> dates given with them, not on this controller; `make bench`, `make soak` and the end-to-end tests " +
+	"measure\n> this one.\n"
+
+// markMeasured puts measuredNote under the first heading of a measured page.
+func markMeasured(rel, text string) string {
+	if !slices.Contains(measuredPages, rel) {
+		return text
+	}
+	heading, rest, _ := strings.Cut(text, "\n")
+	return heading + "\n\n" + measuredNote + rest
 }

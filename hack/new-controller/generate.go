@@ -148,6 +148,9 @@ func copyRenamed(root, stage string, files []string, oldModule string, n names) 
 				return err
 			}
 			content = []byte(rw.rewrite(text))
+			if strings.HasSuffix(rel, ".md") {
+				content = []byte(wrapMarkdown(markMeasured(rel, string(content))))
+			}
 			if strings.HasSuffix(rel, ".go") {
 				if content, err = format.Source(content); err != nil {
 					return fmt.Errorf("formatting %s (from %s) after the rename: %w", rel, f, err)

@@ -106,3 +106,14 @@ func TestTemplateOnlyBlocksAreDropped(t *testing.T) {
 		t.Error("an unterminated block: no error")
 	}
 }
+
+func TestMeasuredPagesSayWhoseFiguresTheyHold(t *testing.T) {
+	in := "# Performance\n\nRun on 2026-11-24: 1.16.\n"
+	want := "# Performance\n\n" + measuredNote + "\nRun on 2026-11-24: 1.16.\n"
+	if got := markMeasured("docs/performance.md", in); got != want {
+		t.Errorf("markMeasured = %q, want %q", got, want)
+	}
+	if got := markMeasured("docs/operations.md", in); got != in {
+		t.Errorf("markMeasured of another page = %q, want it unchanged", got)
+	}
+}

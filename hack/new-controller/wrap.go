@@ -21,6 +21,7 @@ import (
 	"go/format"
 	"go/scanner"
 	"go/token"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -138,4 +139,73 @@ func breakCode(src []byte, at int, line string) string {
 		return ""
 	}
 	return line[:best+1] + "\n" + strings.TrimLeft(line[best+1:], " ")
+}
+
+// markdownItem is the start of a Markdown list item: its marker and the
+// spaces after it.
+var markdownItem = regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s+`)
+
+// startsBlock reports whether a line starting with s would start a Markdown
+// block of its own (a list item, a heading, a quote, a table row), and so
+// must not begin a continuation line.
+func startsBlock(s string) bool {
+	return markdownItem.MatchString(s) || strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") ||
+		strings.HasPrefix(s, "|") || strings.HasPrefix(s, "<")
+}
+
+// wrapMarkdown breaks the prose lines of a Markdown text that are longer
+// than maxLineLength between words, as the template's docs are wrapped
+// (test/docs holds them to it): longer names make longer lines. A
+// continuation line is indented as a list item's text is; code blocks,
+// table rows, headings and a line without a space to break at stay.
+func wrapMarkdown(text string) string {
+	var out []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		trimmed := strings.TrimSpace(line)
+		if fenced || strings.HasPrefix(line, "```") || strings.HasPrefix(trimmed, "|") ||
+			strings.HasPrefix(trimmed, "#") {
+			out = append(out, line)
+			continue
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		if m := markdownItem.FindString(line); m != "" {
+			indent = strings.Repeat(" ", len(m))
+		}
+		for utf8.RuneCountInString(line) > maxLineLength {
+			cut := cutAt(line, indent)
+			if cut < 0 {
+				break
+			}
+			out = append(out, strings.TrimRight(line[:cut], " "))
+			line = indent + strings.TrimLeft(line[cut:], " ")
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// cutAt is where to break a long Markdown line: at the last space that
+// keeps the first part within maxLineLength characters and leaves a
+// continuation that starts no block of its own; -1 if there is none.
+func cutAt(line, indent string) int {
+	limit, n := len(line), 0
+	for i := range line {
+		if n == maxLineLength+1 {
+			limit = i
+			break
+		}
+		n++
+	}
+	for cut := strings.LastIndex(line[:limit], " "); cut > len(indent); cut = strings.LastIndex(line[:cut], " ") {
+		head := strings.TrimSpace(line[:cut])
+		if head != "" && head != strings.TrimSpace(markdownItem.FindString(line)) &&
+			!startsBlock(strings.TrimLeft(line[cut:], " ")) {
+			return cut
+		}
+	}
+	return -1
 }

@@ -44,3 +44,24 @@ func TestLongLinesAreBrokenWhereGoAllowsIt(t *testing.T) {
 		t.Errorf("wrapped:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestLongMarkdownLinesAreBrokenBetweenWords(t *testing.T) {
+	words := strings.Repeat("word ", 23) // 115 characters
+	src := "# " + words + "heading stays\n" +
+		words + "longer end\n" +
+		"- " + words + "item end\n" +
+		words + "- not a list\n" +
+		"| " + words + "a | table row |\n" +
+		"```sh\n" + words + "code stays\n```\n" +
+		strings.Repeat("x", 130) + "\n"
+	want := "# " + words + "heading stays\n" +
+		strings.TrimSuffix(words, " ") + "\nlonger end\n" +
+		"- " + strings.TrimSuffix(words, " ") + "\n  item end\n" +
+		words + "- not\na list\n" + // not "\n- not a list", a list item
+		"| " + words + "a | table row |\n" +
+		"```sh\n" + words + "code stays\n```\n" +
+		strings.Repeat("x", 130) + "\n"
+	if got := wrapMarkdown(src); got != want {
+		t.Errorf("wrapMarkdown:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -26,7 +26,7 @@ limitations under the License.
 // differing golang.org/x/sys compiles nearly all of them again, silently.
 // On a fresh machine that is the difference between compiling client-go,
 // the API types, grpc and OpenTelemetry once and compiling them three or
-// four times (README, Test it).
+// four times (docs/testing.md, What make test runs).
 //
 // A module is raised, never lowered (no member can select less than its
 // dependencies ask for): when this was written, etcd went from 3.6.8 to

@@ -45,15 +45,12 @@ import (
 // OpenTelemetry and prometheus/common above what Kubernetes 1.37.2 pins
 // (x/net v0.60.0 to v0.61.0, grpc v1.83.1 to v1.84.0, ...): the versions the
 // controller then ships with, as a controller that takes fixes beyond its
-// Kubernetes release does. The first fresh make test with them failed
-// TestChaosKeepsInvariants; the cause was the controller's, not theirs (a
-// new leader acting on a cache behind the API server, which load exposed;
-// pkg/takeover), and the same seed had passed on both sets of modules on a
-// quiet machine. Without them, a fresh make test took 4 minutes more.
+// Kubernetes release does. Without them, a fresh make test takes longer
+// (docs/performance.md, make test).
 //
-// Left out: hack/tools/golangci-lint, whose linters share about 2 of their
-// 24 MB of source with the rest, while their hundreds of modules would
-// raise the controller's; and the older minors' control planes, whose
+// Left out: hack/tools/golangci-lint, whose linters share little of their
+// source with the rest, while their hundreds of modules would raise the
+// controller's; and the older minors' control planes, whose
 // contract is run on the release as it ships, every module at its version.
 var tools = []string{
 	"hack/tools",

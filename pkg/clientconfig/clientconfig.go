@@ -20,11 +20,10 @@ limitations under the License.
 // limit unless asked for.
 //
 // Why upstream's way is not enough: upstream takes client-go's defaults, a
-// client-side limit of 5 requests per second and JSON. At 5 per second the
-// 4,000 requests of a cold start over 1,000 Foos take 800 s; with no
-// client-side limit the API server's priority and fairness paces the
-// controller, and a limiter of 200 per second cost 0.03 s over 3,000 Foos
-// where the API server bound first (docs/performance.md).
+// client-side limit of 5 requests per second and JSON. At 5 per second a
+// cold start over 1,000 Foos takes minutes; with no client-side limit the
+// API server's priority and fairness paces the controller (measured in
+// docs/performance.md, "Defaults").
 package clientconfig
 
 import (

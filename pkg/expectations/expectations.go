@@ -58,10 +58,8 @@ import (
 // Why, at a takeover: a standby's cache can lag the API server by seconds,
 // most after an outage, when the informers re-list and re-watch with
 // backoff. Taking over with it, a replica would bring Deployments back to
-// what their Foos asked for seconds ago. Found by the chaos test under load:
-// a new leader set a Deployment to 1 replica 6 s after it took over, though
-// its Foo had asked for 3 for the 28 s before; the watch event that
-// corrected it came later.
+// what their Foos asked for seconds ago, as the chaos test found under load
+// (docs/failure-modes.md, Chaos).
 //
 // Its zero value is ready to use.
 type ReplacedVersions struct {

@@ -21,10 +21,10 @@ limitations under the License.
 // synced next, not after the whole backlog.
 //
 // Why upstream's one queue is not enough: it is first in, first out, and a
-// cold start or a failover queues every Foo at once. A Foo created during a
-// cold start over 3,000 Foos waited 20.8 s, the whole cold start; with the
-// backlog, the 374 Foos created during a cold start over 10,000 each had
-// their Deployment within 313 ms (docs/performance.md).
+// cold start or a failover queues every Foo at once, and a Foo created then
+// waits out the whole cold start; with the backlog, it waits for a free
+// worker only (measured in docs/performance.md, "Fresh changes during a
+// cold start").
 package freshfirst
 
 import (

@@ -36,9 +36,9 @@ import (
 // lease duration wakes up believing it still leads: its workers go on with
 // caches that are seconds old, and the elector only reports the loss once
 // its renew deadline runs out, seconds later. Meanwhile a standby leads, and
-// both write. Measured before the fence: a leader paused 22 s wrote 22 times
-// after the standby took over, among them a Deployment with the replicas of
-// a Foo the user had changed since.
+// both write. Before the fence, a paused leader wrote after the standby
+// took over, among them a Deployment with the replicas of a Foo the user had
+// changed since (docs/failure-modes.md, High availability).
 //
 // A standby takes over a Lease one lease duration after it last saw it
 // renewed, by its own clock. It saw our renewal after we sent it, so as long

@@ -23,10 +23,10 @@ limitations under the License.
 // synced cache. A standby's informers may lag by seconds when it takes over:
 // after an API server outage they re-list and re-watch with backoff, and
 // their caches still count as synced from their first list. Found by the
-// chaos test: a new leader created Deployments for two Foos the user had
-// deleted 4 s before, which the garbage collector then deleted; and, under
-// load, a new leader scaled a Deployment back to what its Foo had asked for
-// 28 s before.
+// chaos test (docs/failure-modes.md, Chaos): a new leader created
+// Deployments for Foos the user had already deleted, which the garbage
+// collector then deleted; and, under load, a new leader scaled a Deployment
+// back to what its Foo had asked for before.
 package takeover
 
 import (

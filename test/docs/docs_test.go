@@ -27,11 +27,19 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
-// maxLines is the longest a document of docs/ may be. Past it, a document
+// maxLines is the longest a document of docs/ may be, in lines of at most
+// maxWidth characters: a longer line counts as the lines it wraps into, so
+// that a long table row cannot hide a page's length. Past it, a document
 // holds more than one reader's concerns: split it by reader.
 const maxLines = 500
+
+// maxWidth is the widest a line of prose may be. Code blocks and table rows
+// may be wider, as Markdown cannot wrap them, but count in maxLines as the
+// lines they wrap into.
+const maxWidth = 120
 
 // documents are the Markdown files a reader navigates, relative to the
 // repository root.
@@ -47,29 +55,46 @@ func documents(t *testing.T) []string {
 	return append(docs, filepath.Join("..", "..", "README.md"))
 }
 
+// document is a Markdown file a reader navigates, read.
+type document struct {
+	path string // relative to this package
+	name string // the file's name, for messages
+	text string
+}
+
+// readDocuments reads the documents.
+func readDocuments(t *testing.T) []document {
+	t.Helper()
+	var docs []document
+	for _, path := range documents(t) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, document{path, filepath.Base(path), string(text)})
+	}
+	return docs
+}
+
 // link is a Markdown inline link, [text](target); images, ![alt](target),
 // match too.
 var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range prose(string(text)) {
+	for _, doc := range readDocuments(t) {
+		for _, line := range prose(doc.text) {
 			for _, m := range link.FindAllStringSubmatch(line, -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 					continue
 				}
 				path, fragment, _ := strings.Cut(target, "#")
-				file := doc
+				file := doc.path
 				if path != "" {
-					file = filepath.Join(filepath.Dir(doc), filepath.FromSlash(path))
+					file = filepath.Join(filepath.Dir(doc.path), filepath.FromSlash(path))
 				}
 				if _, err := os.Stat(file); err != nil {
-					t.Errorf("%s: link %q: %v", filepath.Base(doc), target, err)
+					t.Errorf("%s: link %q: %v", doc.name, target, err)
 					continue
 				}
 				if fragment == "" || !strings.HasSuffix(file, ".md") {
@@ -80,7 +105,7 @@ func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !anchors(string(linked))[fragment] {
-					t.Errorf("%s: link %q: %s has no heading with anchor #%s", filepath.Base(doc), target, filepath.Base(file), fragment)
+					t.Errorf("%s: link %q: %s has no heading with anchor #%s", doc.name, target, filepath.Base(file), fragment)
 				}
 			}
 		}
@@ -88,28 +113,71 @@ func TestRelativeLinksReachAFileAndHeading(t *testing.T) {
 }
 
 func TestNoDocumentIsTooLongToNavigate(t *testing.T) {
-	for _, doc := range documents(t) {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := strings.Count(string(text), "\n"); n > maxLines {
-			t.Errorf("%s: %d lines, more than %d", filepath.Base(doc), n, maxLines)
+	for _, doc := range readDocuments(t) {
+		if n := wrappedLines(doc.text); n > maxLines {
+			t.Errorf("%s: %d lines wrapped at %d characters, more than %d", doc.name, n, maxWidth, maxLines)
 		}
 	}
+}
+
+// wrappedLines counts the lines of text as a reader sees them in a window
+// maxWidth characters wide.
+func wrappedLines(text string) int {
+	n := 0
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		n += max(1, (utf8.RuneCountInString(line)+maxWidth-1)/maxWidth)
+	}
+	return n
+}
+
+func TestProseIsWrapped(t *testing.T) {
+	for _, doc := range readDocuments(t) {
+		for _, line := range markdownLines(doc.text) {
+			if line.fenced || strings.HasPrefix(strings.TrimSpace(line.text), "|") {
+				continue
+			}
+			if n := utf8.RuneCountInString(line.text); n > maxWidth {
+				t.Errorf("%s:%d: %d characters, more than %d: wrap it", doc.name, line.number, n, maxWidth)
+			}
+		}
+	}
+}
+
+func TestWrappedLinesCountLongLines(t *testing.T) {
+	long := strings.Repeat("x", 2*maxWidth+1)
+	if n := wrappedLines("a\n" + long + "\n\nb\n"); n != 6 {
+		t.Errorf("wrappedLines = %d, want 6", n)
+	}
+}
+
+// markdownLine is a line of a Markdown text, its fences left out.
+type markdownLine struct {
+	number int    // from 1
+	text   string // without its newline
+	fenced bool   // inside a fenced code block
+}
+
+// markdownLines splits a Markdown text into its lines, the fences of its
+// code blocks (```) left out.
+func markdownLines(text string) []markdownLine {
+	var lines []markdownLine
+	fenced := false
+	for i, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		lines = append(lines, markdownLine{i + 1, line, fenced})
+	}
+	return lines
 }
 
 // prose returns the lines of a Markdown text outside its fenced code blocks.
 func prose(text string) []string {
 	var lines []string
-	fenced := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-			continue
-		}
-		if !fenced {
-			lines = append(lines, line)
+	for _, line := range markdownLines(text) {
+		if !line.fenced {
+			lines = append(lines, line.text)
 		}
 	}
 	return lines
@@ -179,4 +247,41 @@ func TestAnchorsAreGitHubs(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("anchors %v, want exactly %v", got, want)
 	}
+}
+
+// firstScreen is how many lines of the README a newcomer reads before
+// deciding where to go: the two commands, one test alone, and how to deploy
+// are within them.
+const firstScreen = 80
+
+// maxTestIt is the longest the README's "Test it" may be: the command, what
+// it covers, the faster loops and a typical duration. The rest is
+// docs/testing.md's.
+const maxTestIt = 25
+
+func TestReadmeIsAFirstPage(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(text), "\n")
+	first := strings.Join(lines[:min(firstScreen, len(lines))], "\n")
+	for _, want := range []string{"make run", "make test", "go test -run", "make deploy"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("README: %q is not within its first %d lines", want, firstScreen)
+		}
+	}
+	start := -1
+	for i, line := range lines {
+		switch {
+		case line == "## Test it":
+			start = i
+		case start >= 0 && strings.HasPrefix(line, "## "):
+			if n := i - start; n > maxTestIt {
+				t.Errorf("README: Test it is %d lines, more than %d: move the rest to docs/testing.md", n, maxTestIt)
+			}
+			return
+		}
+	}
+	t.Error(`README: no "## Test it" followed by another section`)
 }

@@ -88,8 +88,8 @@ func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration
 		// Room for every pod of the Foos, at up to 5 replicas each, and of
 		// the Deployments being replaced.
 		framework.WithNodePods(12*foos+200),
-		// A kube-apiserver started again on a busy machine may take 40 s
-		// to pass /readyz (see useFaultCluster).
+		// A kube-apiserver started again on a busy machine may take tens
+		// of seconds to pass /readyz (see useFaultCluster).
 		framework.WithTimeout(180*time.Second))
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)

@@ -115,7 +115,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		t.FailNow()
 	}
 
-	// As an operator checks it (docs/operations.md), then in detail: both
+	// As an operator checks it (docs/deploying.md), then in detail: both
 	// replicas Ready on the fake node.
 	kubectl(t, "-n", deployNamespace, "rollout", "status", "deployment/"+deployName, "--timeout=120s")
 	selector := labels.SelectorFromSet(deployment.Spec.Selector.MatchLabels).String()
@@ -143,7 +143,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		return true, nil
 	})
 
-	// Applying again changes nothing (docs/operations.md).
+	// Applying again changes nothing (docs/deploying.md).
 	before := deployResourceVersions(t)
 	applyDeployArtifacts(t)
 	if after := deployResourceVersions(t); !maps.Equal(before, after) {

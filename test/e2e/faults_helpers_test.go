@@ -88,7 +88,8 @@ func useFaultCluster(t *testing.T, foos int) {
 		// waited for.
 		framework.WithNodePods(8*foos+500),
 		// A kube-apiserver started again over hundreds of objects, on a
-		// busy machine, has been seen to take 40 s to pass /readyz.
+		// busy machine, can take tens of seconds to pass /readyz
+		// (docs/failure-modes.md, kube-apiserver down).
 		framework.WithTimeout(180*time.Second))
 }
 

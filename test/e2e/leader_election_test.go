@@ -43,8 +43,8 @@ import (
 //     counted from the attempt at which it saw the last renewal. Attempts are
 //     one to 2.2 retry periods apart (client-go's jitter), so the take-over
 //     comes 15 s plus up to two such gaps after the last renewal: at most
-//     about 19.4 s. With a build running beside the test, a Foo created
-//     after the kill was once Ready only after 20.2 s.
+//     about 19.4 s. With a build running beside the test it can come
+//     later, as the test reports.
 //   - a terminated leader releases the Lease, and the standby takes it at its
 //     next attempt, at most 2.2 s later.
 //
