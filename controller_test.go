@@ -60,7 +60,8 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches as the informer transform keeps them
-	// (desired.TrimForCache); also on the fake API servers, complete.
+	// (foocache.Transform, desired.Deployments.Transform); also on the fake API
+	// servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the

@@ -43,7 +43,7 @@ import (
 
 // How much memory the caches keep per object: the benchmarks decode
 // cachedObjects Deployments (protobuf, as the controller's client receives
-// them) or Foos (JSON), run each through TrimForCache as the informer does
+// them) or Foos (JSON), run each through the informer transform as the informer does
 // (a Deployment becomes its CachedDeployment, the decoded Deployment
 // garbage; a Foo is trimmed in place), hold the results as a store would,
 // and report the live heap that grew, after a collection, per object: the
@@ -83,7 +83,7 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 }
 
 // BenchmarkCachedBytesPerLabelledFoo prices the labels and annotations
-// trimFoo drops, on Foos applied with kubectl and two labels: trimmed as the
+// foocache.Transform drops, on Foos applied with kubectl and two labels: trimmed as the
 // cache keeps them, then trimmed but keeping their labels, then keeping
 // their labels and annotations.
 func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
@@ -118,7 +118,7 @@ func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
 }
 
 // reportCachedBytes decodes every encoded object and runs it through
-// transform (TrimForCache but to price a field), b.N times, and reports the live heap kept per object: what
+// transform (foocache.Transform but to price a field), b.N times, and reports the live heap kept per object: what
 // the transform returns, and whatever of the decoded object it still holds
 // (live-B/object); then what holding those objects in an informer's store
 // with the controller's indexes adds (store+index-B/object): its key, its

@@ -457,7 +457,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 				Controller: ptr.To(true),
 			}},
 		},
-		// Its values at the fields DesiredDeployment sets, and only there.
+		// Its values at the fields Deployment sets, and only there.
 		Owned: `{"metadata":{"labels":{"app":"nginx","app.kubernetes.io/managed-by":"sample-controller","controller":"test"}},` +
 			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
 			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
@@ -488,13 +488,13 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	}
 }
 
-// NewCachedDeployment, and so the transform, leaves the Deployment it is
+// Deployments.Cache, and so the transform, leaves the Deployment it is
 // given as it was: it may be shared (a tombstone's, a client's), and no
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"NewCachedDeployment": func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
-		"Deployments.Cache":   func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"Deployments.Cache":     func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
+		"Deployments.Transform": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))

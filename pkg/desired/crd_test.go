@@ -155,7 +155,7 @@ func TestCRDReplicaBoundsAreTheGoConstants(t *testing.T) {
 	// The API server's default and the controller's default for a CRD
 	// without one (desiredReplicas) must be the same number.
 	if got, want := string(replicas.Default), strconv.Itoa(int(desired.Replicas(&samplev1alpha1.FooSpec{}))); got != want {
-		t.Errorf("spec.replicas default %q, want %s as DesiredReplicas defaults it", got, want)
+		t.Errorf("spec.replicas default %q, want %s as Replicas defaults it", got, want)
 	}
 }
 

@@ -45,7 +45,7 @@ import (
 )
 
 // clientGoDeploymentType is the Deployment's type in client-go's schema of
-// every built-in type, which owned_fields.go parsed before it had the
+// every built-in type, which pkg/owned parsed before it had the
 // Deployment's part of it alone (deploymentSchemaYAML).
 func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()

@@ -72,7 +72,7 @@ func TestDeploymentDrift(t *testing.T) {
 	}
 }
 
-// DesiredDeployment is a pure function of the Foo: the same Foo, the same
+// Deployment is a pure function of the Foo: the same Foo, the same
 // Deployment, and a replicas default of 1.
 func TestNewDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)

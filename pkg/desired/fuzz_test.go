@@ -74,7 +74,7 @@ func FuzzValidateSpec(f *testing.F) {
 }
 
 // FuzzDesiredDeployment: for every valid spec of every Foo the API server could
-// hold, DesiredDeployment asks for a Deployment the API server accepts, owned by
+// hold, Deployment asks for a Deployment the API server accepts, owned by
 // that Foo, selecting its own pods, and not drifted from itself once created.
 func FuzzDesiredDeployment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, fooName, namespace string, uidHigh, uidLow uint64, deploymentName string, replicas int32, replicasSet bool) {
@@ -136,7 +136,7 @@ func uuidFrom(high, low uint64) types.UID {
 // deploymentProblems lists why the API server would refuse d, or why d is not
 // the Deployment foo asks for. The checks are those apimachinery offers for
 // any object (metadata, labels, selectors) and the Deployment-specific rules
-// of the API server's apps validation that concern the fields DesiredDeployment
+// of the API server's apps validation that concern the fields Deployment
 // sets; the e2e test of the same mapping submits it to a real API server.
 func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string {
 	var problems []string
