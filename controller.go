@@ -65,12 +65,10 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	// Deployments are cached as *desired.CachedDeployment: read the indexer.
-	deploymentsIndexer cache.Indexer
-	deploymentsSynced  cache.InformerSynced
-	foosLister         listers.FooLister
-	foosIndexer        cache.Indexer
-	foosSynced         cache.InformerSynced
+	owned       []ownedCache // the kinds a Foo owns (desired.Owned), Deployments first
+	foosLister  listers.FooLister
+	foosIndexer cache.Indexer
+	foosSynced  cache.InformerSynced
 
 	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
@@ -105,6 +103,14 @@ func (m *fooMemory) forget(uid types.UID) {
 	m.prunedStatus.Forget(uid)
 }
 
+// ownedCache is a kind a Foo owns and its informer's cache, which holds each
+// object as its owned.Object: read it through the kind (desired.Deployments.Get).
+type ownedCache struct {
+	owned.Owned[*samplev1alpha1.Foo]
+	indexer cache.Indexer
+	synced  cache.InformerSynced
+}
+
 // Config is what a Controller needs besides its clients and informers.
 type Config struct {
 	// Namespace is the one namespace the informers were built to watch, ""
@@ -125,32 +131,34 @@ type writeFence interface {
 
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
-// (foocache.Transform).
+// (foocache.Transform). ownedInformers are those of desired.Owned's kinds, in
+// its order (desired.NewOwnedInformers).
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
-	deploymentInformer cache.SharedIndexInformer,
+	ownedInformers []cache.SharedIndexInformer,
 	fooInformer informers.FooInformer,
 	config Config,
 ) (*Controller, error) {
+	if len(ownedInformers) != len(desired.Owned) {
+		return nil, fmt.Errorf("%d informers for the %d kinds a Foo owns", len(ownedInformers), len(desired.Owned))
+	}
 	// Events about Foos need the Foo types in the scheme.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
 
 	controller := &Controller{
-		kubeclientset:      kubeclientset,
-		sampleclientset:    sampleclientset,
-		deploymentsIndexer: deploymentInformer.GetIndexer(),
-		deploymentsSynced:  deploymentInformer.HasSynced,
-		foosLister:         fooInformer.Lister(),
-		foosIndexer:        fooInformer.Informer().GetIndexer(),
-		foosSynced:         fooInformer.Informer().HasSynced,
-		workqueue:          freshfirst.New(),
-		recorder:           events,
-		events:             events,
-		namespace:          config.Namespace,
-		fence:              config.Fence,
+		kubeclientset:   kubeclientset,
+		sampleclientset: sampleclientset,
+		foosLister:      fooInformer.Lister(),
+		foosIndexer:     fooInformer.Informer().GetIndexer(),
+		foosSynced:      fooInformer.Informer().HasSynced,
+		workqueue:       freshfirst.New(),
+		recorder:        events,
+		events:          events,
+		namespace:       config.Namespace,
+		fence:           config.Fence,
 	}
 	if err := fooInformer.Informer().SetTransform(foocache.Transform); err != nil {
 		return nil, err
@@ -165,11 +173,13 @@ func NewController(
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: controller.onDeploymentAdd, UpdateFunc: controller.onDeploymentUpdate,
-		DeleteFunc: controller.onDeploymentDelete,
-	}); err != nil {
-		return nil, err
+	for i, informer := range ownedInformers {
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
+		}); err != nil {
+			return nil, err
+		}
+		controller.owned = append(controller.owned, ownedCache{desired.Owned[i], informer.GetIndexer(), informer.HasSynced})
 	}
 	return controller, nil
 }
@@ -186,7 +196,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	// Caches synced before this replica led are a standby's, maybe behind.
 	wasStandby := c.HasSynced()
 	logger.Info("Waiting for informer caches to sync")
-	if ok := cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced); !ok {
+	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced()...); !ok {
 		if ctx.Err() != nil {
 			return nil // asked to stop before the caches synced
 		}
@@ -226,9 +236,22 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
-// HasSynced reports whether both informer caches hold a full list.
+// HasSynced reports whether every informer cache holds a full list.
 func (c *Controller) HasSynced() bool {
-	return c.deploymentsSynced() && c.foosSynced()
+	for _, synced := range c.cachesSynced() {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) cachesSynced() []cache.InformerSynced {
+	synced := []cache.InformerSynced{c.foosSynced}
+	for _, kind := range c.owned {
+		synced = append(synced, kind.synced)
+	}
+	return synced
 }
 
 // runWorker processes work items until the queue shuts down or ctx ends.
@@ -308,7 +331,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		return nil
 	}
 
-	deployment, err := c.reconcileDeployment(ctx, foo)
+	deployment, err := c.reconcileOwned(ctx, foo)
 	var problem *desired.Problem
 	if errors.As(err, &problem) {
 		if err := c.reportProblem(ctx, foo, problem); err != nil || !problem.Retry {
@@ -358,18 +381,18 @@ func (c *Controller) onFooDelete(obj interface{}) {
 	}
 }
 
-func (c *Controller) onDeploymentAdd(obj interface{}, initial bool) { c.handleObject(obj, !initial) }
+func (c *Controller) onOwnedAdd(obj interface{}, initial bool) { c.handleObject(obj, !initial) }
 
-func (c *Controller) onDeploymentUpdate(oldObj, newObj interface{}) {
+func (c *Controller) onOwnedUpdate(oldObj, newObj interface{}) {
 	// A resync delivers the same object; the Foo's own resync covers it.
-	if oldObj.(*desired.CachedDeployment).ResourceVersion != newObj.(*desired.CachedDeployment).ResourceVersion {
+	if oldObj.(metav1.Object).GetResourceVersion() != newObj.(metav1.Object).GetResourceVersion() {
 		c.handleObject(newObj, true)
 	}
 }
 
-// onDeploymentDelete queues the Foo that controlled the deleted Deployment,
-// and every Foo asking for its name: one refused the name can have it now.
-func (c *Controller) onDeploymentDelete(obj interface{}) {
+// onOwnedDelete queues the Foo that controlled the deleted object, and every
+// Foo asking for its name: one refused the name can have it now.
+func (c *Controller) onOwnedDelete(obj interface{}) {
 	c.handleObject(obj, true)
 	if object, ok := objectFromTombstone(obj); ok {
 		waiting, err := c.foosIndexer.ByIndex(foocache.ByDeploymentName, object.GetNamespace()+"/"+object.GetName())
@@ -380,8 +403,9 @@ func (c *Controller) onDeploymentDelete(obj interface{}) {
 	}
 }
 
-// handleObject queues the Foo controlling the Deployment obj, if any, so
-// drift is repaired and status follows the rollout. obj may be a tombstone.
+// handleObject queues the Foo controlling obj, an object of a kind the Foo
+// owns, if any, so drift is repaired and status follows the rollout. obj may
+// be a tombstone.
 func (c *Controller) handleObject(obj interface{}, fresh bool) {
 	object, ok := objectFromTombstone(obj)
 	if !ok {
@@ -394,7 +418,7 @@ func (c *Controller) handleObject(obj interface{}, fresh bool) {
 	foo, err := c.foosLister.Foos(object.GetNamespace()).Get(ref.Name)
 	if err != nil || foo.UID != ref.UID {
 		// The Foo is gone (or replaced): the garbage collector's business.
-		klog.Background().V(4).Info("Ignoring Deployment whose Foo is gone", "deployment", klog.KObj(object), "foo", ref.Name)
+		klog.Background().V(4).Info("Ignoring an object whose Foo is gone", "object", klog.KObj(object), "foo", ref.Name)
 		return
 	}
 	c.enqueueFoo(foo, fresh)

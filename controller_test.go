@@ -95,16 +95,18 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	deployments, err := desired.NewDeploymentInformer(f.kubeclient, metav1.NamespaceAll, 0)
+	ownedInformers, err := desired.NewOwnedInformers(f.kubeclient, metav1.NamespaceAll, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := NewController(ctx, f.kubeclient, f.client, deployments, i.Samplecontroller().V1alpha1().Foos(),
+	c, err := NewController(ctx, f.kubeclient, f.client, ownedInformers, i.Samplecontroller().V1alpha1().Foos(),
 		Config{Fence: f.fence})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c.deploymentsSynced = alwaysReady
+	for i := range c.owned {
+		c.owned[i].synced = alwaysReady
+	}
 	c.foosSynced = alwaysReady
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = f.recorder
@@ -113,7 +115,7 @@ func (f *fixture) newController(ctx context.Context) {
 		f.addToCache(c.foosIndexer, foo.DeepCopy())
 	}
 	for _, d := range f.deployments {
-		f.addToCache(c.deploymentsIndexer, d.DeepCopy())
+		f.addToCache(deploymentCache(c), d.DeepCopy())
 	}
 	f.controller = c
 }
@@ -141,6 +143,12 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 }
 
 func alwaysReady() bool { return true }
+
+// deploymentCache is the controller's Deployment cache: that of the first
+// kind a Foo owns (desired.Owned).
+func deploymentCache(c *Controller) cache.Indexer {
+	return c.owned[0].indexer
+}
 
 // build builds the controller, once: a test that changes the fakes before
 // its first sync calls it first.
@@ -653,7 +661,7 @@ func TestRenameDeletesOldDeployment(t *testing.T) {
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
 	f.expectEvents(
 		"Normal Synced Created Deployment renamed",
-		"Normal Synced Deleted Deployment test-deployment: spec.deploymentName is now renamed")
+		"Normal Synced Deleted Deployment test-deployment: replaced by renamed")
 	del := writes(f.kubeclient.Actions())[1].(core.DeleteAction)
 	if pre := del.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != old.UID {
 		t.Errorf("delete without the UID precondition: %+v", del.GetDeleteOptions())
@@ -734,9 +742,9 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 		want   []string
 	}{
 		"add":    {func(c *Controller) { c.handleObject(owned, true) }, []string{"test"}},
-		"delete": {func(c *Controller) { c.onDeploymentDelete(owned) }, []string{"test", "waiting"}},
+		"delete": {func(c *Controller) { c.onOwnedDelete(owned) }, []string{"test", "waiting"}},
 		"delete tombstone": {func(c *Controller) {
-			c.onDeploymentDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
+			c.onOwnedDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
 		}, []string{"test", "waiting"}},
 		"owned by other kind": {func(c *Controller) { c.handleObject(ownedByOther, true) }, nil},
 		"stale owner UID":     {func(c *Controller) { c.handleObject(staleOwner, true) }, nil},
@@ -769,16 +777,18 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
-	deployments, err := desired.NewDeploymentInformer(kubeclient, config.Namespace, 0)
+	ownedInformers, err := desired.NewOwnedInformers(kubeclient, config.Namespace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewController(ctx, kubeclient, client, deployments, i.Samplecontroller().V1alpha1().Foos(), config)
+	c, err := NewController(ctx, kubeclient, client, ownedInformers, i.Samplecontroller().V1alpha1().Foos(), config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	go deployments.RunWithContext(ctx)
+	for _, informer := range ownedInformers {
+		go informer.RunWithContext(ctx)
+	}
 	return c, client, kubeclient
 }
 
@@ -791,7 +801,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, client, kubeclient := informedController(ctx, t, Config{})
-	if !cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
 		t.Fatal("caches not synced")
 	}
 	foo := testfixtures.NewFoo("test", 2)
@@ -850,7 +860,7 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	}
 	// The Deployment cache holds what NewController's transform keeps.
 	for {
-		obj, exists, _ := c.deploymentsIndexer.GetByKey(foo.Namespace + "/" + foo.Spec.DeploymentName)
+		obj, exists, _ := deploymentCache(c).GetByKey(foo.Namespace + "/" + foo.Spec.DeploymentName)
 		if exists {
 			if _, ok := obj.(*desired.CachedDeployment); !ok {
 				t.Fatalf("the Deployment cache holds a %T, want a *desired.CachedDeployment", obj)
@@ -883,7 +893,7 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, client, _ := informedController(ctx, t, Config{Namespace: "team-a"})
-	if !cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
 		t.Fatal("caches not synced")
 	}
 	done := make(chan error)

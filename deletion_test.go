@@ -74,11 +74,11 @@ func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f.newController(ctx)
 			if d != nil {
-				f.addToCache(f.controller.deploymentsIndexer, desired.Deployments.Cache(d))
+				f.addToCache(deploymentCache(f.controller), desired.Deployments.Cache(d))
 			}
 
 			if tc.gcDeleted {
-				f.controller.onDeploymentDelete(deleted)
+				f.controller.onOwnedDelete(deleted)
 				if n := f.controller.workqueue.Len(); n != 1 {
 					t.Fatalf("the Deployment's deletion queued %d Foos, want 1 (the Foo being deleted)", n)
 				}

@@ -93,10 +93,10 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// Only the Deployments this controller manages, each cached as the few
-	// fields it reads, in an informer of its own (pkg/desired registers the
-	// kind, pkg/owned caches it).
-	deploymentInformer, err := desired.NewDeploymentInformer(kubeClient, o.Namespace, o.ResyncPeriod)
+	// For each kind a Foo owns, only the objects this controller manages,
+	// each cached as the few fields it reads, in an informer of its own
+	// (pkg/desired registers the kinds, pkg/owned caches them).
+	ownedInformers, err := desired.NewOwnedInformers(kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func run(ctx context.Context, o *options.Options) error {
 	if o.LeaderElection.Enabled {
 		config.Fence = fence
 	}
-	controller, err := NewController(ctx, kubeClient, sampleClient, deploymentInformer,
+	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers,
 		sampleInformerFactory.Samplecontroller().V1alpha1().Foos(), config)
 	if err != nil {
 		return err
@@ -127,10 +127,12 @@ func run(ctx context.Context, o *options.Options) error {
 	// Start the informers now, leader or not: a standby with warm caches
 	// takes over in moments. On return, cancel first, then wait for them.
 	ctx, cancel := context.WithCancel(ctx)
-	var deploymentInformerDone sync.WaitGroup
-	deploymentInformerDone.Go(func() { deploymentInformer.RunWithContext(ctx) })
+	var ownedInformersDone sync.WaitGroup
+	for _, informer := range ownedInformers {
+		ownedInformersDone.Go(func() { informer.RunWithContext(ctx) })
+	}
 	sampleInformerFactory.Start(ctx.Done())
-	defer deploymentInformerDone.Wait()
+	defer ownedInformersDone.Wait()
 	defer sampleInformerFactory.Shutdown()
 	defer cancel()
 

@@ -61,7 +61,7 @@ func TestOwnerReferenceOfAnotherVersionIsTheFoos(t *testing.T) {
 		t.Errorf("a Deployment event queued %v, want [test]", got)
 	}
 	// It is found among the Foo's Deployments, as a rename needs.
-	owned, err := f.controller.deploymentsIndexer.ByIndex(owned.ByControllerUID, string(foo.UID))
+	owned, err := deploymentCache(f.controller).ByIndex(owned.ByControllerUID, string(foo.UID))
 	if err != nil || len(owned) != 1 {
 		t.Errorf("the Foo's Deployments by its UID: %d, %v; want 1", len(owned), err)
 	}

@@ -48,9 +48,9 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 		"Foo created":                    {func(c *Controller) { c.onFooAdd(foo, false) }, 1, 0},
 		"Foo resynced or status written": {func(c *Controller) { c.onFooUpdate(foo, foo) }, 0, 1},
 		"Foo spec changed":               {func(c *Controller) { c.onFooUpdate(foo, newGeneration) }, 1, 0},
-		"Deployment in the initial list": {func(c *Controller) { c.onDeploymentAdd(d, true) }, 0, 1},
-		"Deployment changed":             {func(c *Controller) { c.onDeploymentUpdate(d, changed) }, 1, 0},
-		"Deployment resynced":            {func(c *Controller) { c.onDeploymentUpdate(d, d) }, 0, 0},
+		"Deployment in the initial list": {func(c *Controller) { c.onOwnedAdd(d, true) }, 0, 1},
+		"Deployment changed":             {func(c *Controller) { c.onOwnedUpdate(d, changed) }, 1, 0},
+		"Deployment resynced":            {func(c *Controller) { c.onOwnedUpdate(d, d) }, 0, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

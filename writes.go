@@ -18,17 +18,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -39,125 +35,29 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
-// reconcileDeployment makes the Foo's Deployment what the Foo asks for, writing only what the cache shows
-// changed (with a Normal event); a write refused for a reason the user must address is a desired.Problem.
-func (c *Controller) reconcileDeployment(ctx context.Context,
-	foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
+// reconcileOwned makes every object the Foo owns (desired.Owned, pkg/owned) what the Foo asks for, writing only
+// what the cache shows changed (with a Normal event); a write refused for a reason the user must address is a
+// desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
+func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
 	if errs := desired.ValidateSpec(&foo.Spec); len(errs) > 0 {
 		return nil, desired.InvalidSpecProblem(errs)
 	}
-	deployment, err := c.ensureDeployment(ctx, foo)
-	if err != nil {
-		return nil, err
+	writes := &owned.Writes{
+		Clientset: c.kubeclientset, FieldManager: samplecontroller.ControllerName,
+		OwnerKind: samplecontroller.FooGroupKind, Problems: desired.Problems,
+		Recorder: c.recorder, SyncedReason: samplecontroller.ReasonSynced,
 	}
-	// Only now: a rename never leaves the Foo without pods.
-	if err := c.deleteStaleDeployments(ctx, foo); err != nil {
-		return nil, err
+	var deployment *desired.CachedDeployment
+	for _, kind := range c.owned {
+		object, err := kind.Reconcile(ctx, writes, kind.indexer, foo)
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := object.(*desired.CachedDeployment); ok {
+			deployment = d
+		}
 	}
 	return deployment, nil
-}
-
-// ensureDeployment makes the Foo's Deployment exist as desired.Deployment says. A Deployment of
-// that name the Foo does not control is never modified: that is a problem.
-func (c *Controller) ensureDeployment(ctx context.Context,
-	foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
-	want := desired.Deployment(foo)
-	deployment, err := desired.Deployments.Get(c.deploymentsIndexer, foo.Namespace, foo.Spec.DeploymentName)
-	if apierrors.IsNotFound(err) {
-		deployment, err = c.createDeployment(ctx, foo, want)
-		var refused *desired.Problem
-		if !apierrors.IsAlreadyExists(err) && !errors.As(err, &refused) {
-			return deployment, err
-		}
-		// Taken and uncached (no label of ours), or refused: a quota at its limit refuses a
-		// create of the one we made that the cache has not shown yet. Judge the API server's copy.
-		served, getErr := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName,
-			metav1.GetOptions{})
-		if refused != nil && apierrors.IsNotFound(getErr) {
-			return nil, refused
-		}
-		if err = getErr; err == nil {
-			deployment = desired.Deployments.Cache(served)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !owned.ControlledBy(deployment, foo, samplecontroller.FooGroupKind) {
-		return nil, desired.NameTakenProblem(deployment)
-	}
-	return c.repairDeployment(ctx, foo, want, deployment)
-}
-
-// createDeployment creates the desired Deployment: a plain create, as an
-// apply would take over a Deployment of that name the cache does not see.
-func (c *Controller) createDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
-	want *appsv1ac.DeploymentApplyConfiguration) (*desired.CachedDeployment, error) {
-	deployment := &appsv1.Deployment{}
-	if err := owned.ToObject(want, deployment); err != nil {
-		return nil, err
-	}
-	created, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Create(ctx, deployment,
-		metav1.CreateOptions{FieldManager: samplecontroller.ControllerName})
-	if err != nil {
-		return nil, desired.ProblemIfRefused(samplecontroller.ReasonFailedCreate, "create", deployment.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %s", created.Name)
-	return desired.Deployments.Cache(created), nil
-}
-
-// repairDeployment applies the desired state where a field it owns drifted.
-func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1alpha1.Foo,
-	want *appsv1ac.DeploymentApplyConfiguration, deployment *desired.CachedDeployment,
-) (*desired.CachedDeployment, error) {
-	drift, err := desired.Deployments.Drift(want, deployment)
-	if err != nil {
-		return nil, err
-	}
-	if len(drift) == 0 {
-		return deployment, nil
-	}
-	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: a
-	// Deployment changed since the cache saw it is answered 409 and the Foo synced again, not undone.
-	want.WithResourceVersion(deployment.ResourceVersion)
-	applied, err := c.kubeclientset.AppsV1().Deployments(foo.Namespace).Apply(ctx, want,
-		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
-	if err != nil {
-		return nil, desired.ProblemIfRefused(samplecontroller.ReasonFailedUpdate, "update", deployment.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
-	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
-		"Updated Deployment %s: %s", applied.Name, strings.Join(drift, ", "))
-	return desired.Deployments.Cache(applied), nil
-}
-
-// deleteStaleDeployments deletes the Deployments the Foo controls under a
-// name it no longer asks for, as after a change of spec.deploymentName.
-func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1alpha1.Foo) error {
-	controlled, err := c.deploymentsIndexer.ByIndex(owned.ByControllerUID, string(foo.UID))
-	if err != nil {
-		return err
-	}
-	for _, obj := range controlled {
-		deployment := obj.(*desired.CachedDeployment)
-		if deployment.Name == foo.Spec.DeploymentName {
-			continue
-		}
-		// The UID precondition: the very Deployment we saw, not a namesake.
-		err := c.kubeclientset.AppsV1().Deployments(deployment.Namespace).Delete(ctx, deployment.Name,
-			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(deployment.UID))})
-		if apierrors.IsNotFound(err) {
-			continue // deleted already; the cache had not caught up
-		}
-		if err != nil {
-			return desired.ProblemIfRefused(samplecontroller.ReasonFailedDelete, "delete", deployment.Name, err)
-		}
-		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(deployment))
-		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced,
-			"Deleted Deployment %s: spec.deploymentName is now %s", deployment.Name, foo.Spec.DeploymentName)
-	}
-	return nil
 }
 
 // reportProblem records a problem the user has to resolve: Ready=False with its reason and message in

@@ -354,7 +354,7 @@ func TestCachedDeploymentKeepsItsController(t *testing.T) {
 				t.Errorf("indexed under %q, want %q", got, tc.indexed)
 			}
 			want := `Deployment "test-deployment" already exists and is not managed by this Foo (it is controlled by ` + tc.owner + ")"
-			if got := NameTakenProblem(cached).Message; got != want {
+			if got := NameTakenProblem("Deployment", cached).Message; got != want {
 				t.Errorf("name taken: %q, want %q", got, want)
 			}
 			key, err := cache.MetaNamespaceKeyFunc(cached)

@@ -30,18 +30,15 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -123,13 +120,19 @@ type DeploymentStatus struct {
 type CachedDeployment = owned.Object[DeploymentStatus]
 
 // Deployments is the Deployment's registration with the owned-object
-// machinery: its cache (Deployments.Cache, NewDeploymentInformer), its
-// fields the Foo owns (those Deployment sets) and their drift.
-var Deployments = &owned.Kind[*appsv1.Deployment, DeploymentStatus]{
+// machinery: its client, what its cache keeps (Deployments.Cache), its
+// fields the Foo owns (those Deployment sets) and their drift. Owned
+// registers the Foo's desired Deployment with it.
+var Deployments = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
+	*appsv1ac.DeploymentApplyConfiguration, DeploymentStatus]{
 	Name:     "Deployment",
 	Resource: appsv1.Resource("deployments"),
 	Fields:   deploymentFields,
 	Status:   deploymentStatus,
+	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*appsv1.Deployment,
+		*appsv1.DeploymentList, *appsv1ac.DeploymentApplyConfiguration] {
+		return clientset.AppsV1().Deployments(namespace)
+	},
 }
 
 // deploymentStatus is what is read of d's status.
@@ -181,16 +184,4 @@ func deploymentFieldsOf(t typed.ParseableType) (*owned.Fields, error) {
 		probes[i] = Deployment(probe)
 	}
 	return owned.NewFields("Deployment", t, probes)
-}
-
-// NewDeploymentInformer returns the controller's informer of the
-// Deployments it manages (labelled LabelManagedBy) in namespace ("" for
-// all), whose cache holds each as its CachedDeployment, indexed by the Foo
-// that controls it (owned.ByControllerUID).
-func NewDeploymentInformer(
-	client kubernetes.Interface, namespace string, resyncPeriod time.Duration,
-) (cache.SharedIndexInformer, error) {
-	return owned.NewInformer(Deployments, client.AppsV1().Deployments(namespace), client,
-		labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}, &appsv1.Deployment{},
-		resyncPeriod, owned.Indexers(samplecontroller.FooGroupKind))
 }

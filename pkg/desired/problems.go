@@ -19,7 +19,6 @@ package desired
 import (
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -47,38 +46,48 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 	}
 }
 
-// NameTakenProblem is a requested Deployment that exists and is not
-// controlled by the Foo. It is retried with backoff: the name may be freed by
-// someone the controller does not watch.
-func NameTakenProblem(deployment metav1.Object) *Problem {
+// Problems are the Foo's words for what stops the reconcile of an object it
+// owns, of any kind (owned.Problems).
+var Problems owned.Problems = problems{}
+
+type problems struct{}
+
+// NameTaken is an object the Foo asks for that exists and is not controlled
+// by the Foo. It is retried with backoff: the name may be freed by someone
+// the controller does not watch.
+func (problems) NameTaken(kind string, object metav1.Object) error {
+	return NameTakenProblem(kind, object)
+}
+
+// Refused is a write of an object the Foo owns that the API server refused
+// for a reason its user must address (owned.IsRefused): a quota exceeded,
+// an admission webhook or policy that denies it, missing permission, a
+// namespace being deleted. The ReplicaSet controller reports such refusals
+// as FailedCreate; the reason is the Foo's equivalent for the action. The
+// Foo is retried with backoff, so it converges once the cause is gone.
+func (problems) Refused(action, kind, name string, err error) error {
+	reason := map[string]string{
+		"create": samplecontroller.ReasonFailedCreate,
+		"update": samplecontroller.ReasonFailedUpdate,
+		"delete": samplecontroller.ReasonFailedDelete,
+	}[action]
+	return &Problem{
+		Reason:  reason,
+		Message: fmt.Sprintf("Cannot %s %s %s: %v", action, kind, name, err),
+		Retry:   true,
+	}
+}
+
+// NameTakenProblem is Problems.NameTaken.
+func NameTakenProblem(kind string, object metav1.Object) *Problem {
 	owner := "no Foo"
-	if ref := owned.ControllerRef(deployment, samplecontroller.FooGroupKind); ref != nil {
+	if ref := owned.ControllerRef(object, samplecontroller.FooGroupKind); ref != nil {
 		owner = fmt.Sprintf("Foo %q", ref.Name)
 	}
 	return &Problem{
 		Reason: samplecontroller.ReasonResourceExists,
-		Message: fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by %s)",
-			deployment.GetName(), owner),
+		Message: fmt.Sprintf("%s %q already exists and is not managed by this Foo (it is controlled by %s)",
+			kind, object.GetName(), owner),
 		Retry: true,
-	}
-}
-
-// ProblemIfRefused returns a Problem when err is the API server refusing a
-// write of the Foo's Deployment for a reason its user must address: a quota
-// exceeded, an admission webhook or policy that denies it, missing
-// permission, a namespace being deleted. The ReplicaSet controller reports
-// such refusals as FailedCreate; reason is the Foo's equivalent. The Foo is
-// retried with backoff, so it converges once the cause is gone.
-//
-// Any other error (a timeout, throttling, a conflict) is passing: it is
-// returned unchanged, to be retried without bothering the user.
-func ProblemIfRefused(reason, action, deploymentName string, err error) error {
-	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
-		return err
-	}
-	return &Problem{
-		Reason:  reason,
-		Message: fmt.Sprintf("Cannot %s Deployment %s: %v", action, deploymentName, err),
-		Retry:   true,
 	}
 }

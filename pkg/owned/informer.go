@@ -45,8 +45,8 @@ type ListWatcher[L runtime.Object] interface {
 // with a typed lister that any other reader of that factory would trust to
 // hand out the kind's Go type, and with this transform it would hand out
 // Objects. Read it through its indexer (Kind.Get).
-func NewInformer[T, L runtime.Object, S any](
-	k *Kind[T, S], client ListWatcher[L], clientset any, managedBy labels.Set, example T,
+func NewInformer[T, L runtime.Object, AC ApplyConfiguration[AC], S any](
+	k *Kind[T, L, AC, S], client ListWatcher[L], clientset any, managedBy labels.Set, example T,
 	resyncPeriod time.Duration, indexers cache.Indexers,
 ) (cache.SharedIndexInformer, error) {
 	selector := labels.SelectorFromSet(managedBy).String()

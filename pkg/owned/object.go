@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -117,9 +118,9 @@ func (o *Object[S]) DeepCopy() *Object[S] {
 	return &out
 }
 
-// Kind is what the machinery needs to know of one kind of owned object T:
-// the kind's registration.
-type Kind[T runtime.Object, S any] struct {
+// Kind is what the machinery needs to know of one kind of owned object T,
+// listed as L, applied as AC: the kind's registration.
+type Kind[T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
 	// Name is the kind, as messages name it ("Deployment").
 	Name string
 	// Resource is the kind's resource, as NotFound errors name it.
@@ -129,12 +130,14 @@ type Kind[T runtime.Object, S any] struct {
 	Fields func() (*Fields, error)
 	// Status is what is read of a T's status.
 	Status func(T) S
+	// Client is the kind's typed client in namespace.
+	Client func(clientset kubernetes.Interface, namespace string) Client[T, L, AC]
 }
 
 // Cache returns what the cache keeps of obj. obj is not modified, and the
 // result shares none of its structs, maps or slices (only strings, which
 // the decoders allocate one by one), so obj can be collected at once.
-func (k *Kind[T, S]) Cache(obj T) *Object[S] {
+func (k *Kind[T, L, AC, S]) Cache(obj T) *Object[S] {
 	meta := any(obj).(metav1.Object)
 	// An error leaves Owned empty, and Drift reports it where it can be
 	// returned: the sync of the Foo.
@@ -160,7 +163,7 @@ func (k *Kind[T, S]) Cache(obj T) *Object[S] {
 // into its Object; anything else, an Object or a
 // cache.DeletedFinalStateUnknown tombstone (whose object was turned when it
 // entered the cache) among them, passes through unchanged.
-func (k *Kind[T, S]) Transform(obj interface{}) (interface{}, error) {
+func (k *Kind[T, L, AC, S]) Transform(obj interface{}) (interface{}, error) {
 	if o, ok := obj.(T); ok {
 		if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
 			return k.Cache(o), nil
@@ -171,7 +174,7 @@ func (k *Kind[T, S]) Transform(obj interface{}) (interface{}, error) {
 
 // Drift lists the fields the controller owns that differ in actual from
 // desired, an apply configuration of T (Fields.Drift).
-func (k *Kind[T, S]) Drift(desired interface{}, actual *Object[S]) ([]string, error) {
+func (k *Kind[T, L, AC, S]) Drift(desired interface{}, actual *Object[S]) ([]string, error) {
 	fields, err := k.Fields()
 	if err != nil {
 		return nil, err
@@ -181,7 +184,7 @@ func (k *Kind[T, S]) Drift(desired interface{}, actual *Object[S]) ([]string, er
 
 // Get returns the object of that name from indexer, the cache of the kind's
 // informer, or a NotFound error, as a lister would.
-func (k *Kind[T, S]) Get(indexer cache.Indexer, namespace, name string) (*Object[S], error) {
+func (k *Kind[T, L, AC, S]) Get(indexer cache.Indexer, namespace, name string) (*Object[S], error) {
 	obj, exists, err := indexer.GetByKey(cache.NewObjectName(namespace, name).String())
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func TestRenameMovesDeployment(t *testing.T) {
 	waitManagedDeployment(t, ns, "deploy-b", foo)
 	waitDeploymentGone(t, ns, "deploy-a")
 	waitFooReady(t, ns, foo.Name)
-	waitEventCount(t, foo, samplecontroller.ReasonSynced, "Deleted Deployment deploy-a: spec.deploymentName is now deploy-b", 1)
+	waitEventCount(t, foo, samplecontroller.ReasonSynced, "Deleted Deployment deploy-a: replaced by deploy-b", 1)
 }
 
 // Of two Foos asking for one Deployment name the first keeps it, and the

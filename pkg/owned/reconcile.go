@@ -1,0 +1,277 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package owned
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// What every owned kind needs written, once: the object an owner asks for
+// is created if missing, repaired where a field the controller owns drifted,
+// refused if another controls its name, and the owner's objects under a name
+// it no longer asks for are deleted, each write with an event on the owner.
+// The writes read the cache and write only differences: an owner whose
+// objects are right costs no API call.
+
+// Client is client-go's typed client of one kind in one namespace, such as
+// clientset.AppsV1().Deployments(namespace).
+type Client[T, L runtime.Object, AC any] interface {
+	ListWatcher[L]
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// ApplyConfiguration is client-go's apply configuration of a kind, AC.
+type ApplyConfiguration[AC any] interface {
+	GetName() *string
+	WithResourceVersion(value string) AC
+}
+
+// Owner is an object that owns others, such as a Foo: events are recorded
+// about it.
+type Owner interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Writes is how a controller writes the objects its owners own: what is the
+// controller's, not a kind's.
+type Writes struct {
+	Clientset kubernetes.Interface
+	// FieldManager signs every write: server-side apply's manager of the
+	// fields the controller owns.
+	FieldManager string
+	// OwnerKind is the owners' group and kind (ControlledBy).
+	OwnerKind schema.GroupKind
+	// Recorder records a Normal event of reason SyncedReason on the owner
+	// for every write.
+	Recorder     record.EventRecorder
+	SyncedReason string
+	// Problems says what stops a reconcile in words for the owner's user.
+	Problems Problems
+}
+
+// Problems turn what stops a reconcile into errors its owner's user reads.
+type Problems interface {
+	// NameTaken is an object of the name the owner asks for that the owner
+	// does not control: it is never modified.
+	NameTaken(kind string, object metav1.Object) error
+	// Refused is a write (action: "create", "update" or "delete") the API
+	// server refused for a reason the user must address (IsRefused).
+	Refused(action, kind, name string, err error) error
+}
+
+// IsRefused reports whether err is the API server refusing a write for a
+// reason its user must address: a quota exceeded, an admission webhook or
+// policy that denies it, missing permission, a namespace being deleted. The
+// ReplicaSet controller reports such refusals as FailedCreate. Any other
+// error (a timeout, throttling, a conflict) is passing, to be retried
+// without bothering the user.
+func IsRefused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
+// Owned is a kind of object owners of type O own, registered with Own: what
+// a controller needs of it, whatever the kind.
+type Owned[O Owner] interface {
+	// Kind is the kind, as messages name it.
+	Kind() string
+	// NewInformer returns the controller's informer of the objects of the
+	// kind labelled managedBy in namespace ("" for all), whose cache holds
+	// each as its Object, indexed by the owner that controls it.
+	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, ownerKind schema.GroupKind,
+		resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
+	// Reconcile makes the object owner asks for what it asks for, then
+	// deletes those it controls under another name, reading the informer's
+	// cache, indexer. It returns the object as the controller last saw it.
+	Reconcile(ctx context.Context, w *Writes, indexer cache.Indexer, owner O) (metav1.Object, error)
+}
+
+// Own registers kind k, whose object an owner of type O asks for is
+// desired(owner), a pure function that names exactly the fields the
+// controller owns.
+func Own[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any](
+	k *Kind[T, L, AC, S], desired func(O) AC,
+) Owned[O] {
+	return &owns[O, T, L, AC, S]{kind: k, desired: desired}
+}
+
+type owns[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
+	kind    *Kind[T, L, AC, S]
+	desired func(O) AC
+}
+
+func (o *owns[O, T, L, AC, S]) Kind() string { return o.kind.Name }
+
+func (o *owns[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set,
+	ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {
+	return NewInformer(o.kind, o.kind.Client(clientset, namespace), clientset, managedBy, o.kind.newObject(),
+		resyncPeriod, Indexers(ownerKind))
+}
+
+func (o *owns[O, T, L, AC, S]) Reconcile(ctx context.Context, w *Writes, indexer cache.Indexer,
+	owner O) (metav1.Object, error) {
+	desired := o.desired(owner)
+	name := ""
+	if n := desired.GetName(); n != nil {
+		name = *n
+	}
+	obj, err := o.kind.Ensure(ctx, w, indexer, owner, name, desired)
+	if err != nil {
+		return nil, err
+	}
+	// Only now: a rename never leaves the owner without the object.
+	if err := o.kind.DeleteStale(ctx, w, indexer, owner, name); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// newObject returns a new, empty T.
+func (k *Kind[T, L, AC, S]) newObject() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// Ensure makes the object name exist as desired says, and returns what the
+// cache keeps of it. An object of that name the owner does not control is
+// never modified: that is a problem (Problems.NameTaken).
+func (k *Kind[T, L, AC, S]) Ensure(ctx context.Context, w *Writes, indexer cache.Indexer, owner Owner,
+	name string, desired AC) (*Object[S], error) {
+	client := k.Client(w.Clientset, owner.GetNamespace())
+	obj, err := k.Get(indexer, owner.GetNamespace(), name)
+	if apierrors.IsNotFound(err) {
+		obj, err = k.create(ctx, w, client, owner, desired)
+		refused := IsRefused(err)
+		if !apierrors.IsAlreadyExists(err) && !refused {
+			return obj, err
+		}
+		// Taken and uncached (no label of ours), or refused: a quota at its limit refuses a
+		// create of the one we made that the cache has not shown yet. Judge the API server's copy.
+		served, getErr := client.Get(ctx, name, metav1.GetOptions{})
+		if refused && apierrors.IsNotFound(getErr) {
+			return nil, w.Problems.Refused("create", k.Name, name, err)
+		}
+		if err = getErr; err == nil {
+			obj = k.Cache(served)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ControlledBy(obj, owner, w.OwnerKind) {
+		return nil, w.Problems.NameTaken(k.Name, obj)
+	}
+	return k.repair(ctx, w, client, owner, desired, obj)
+}
+
+// create creates the desired object: a plain create, as an apply would take
+// over an object of that name the cache does not see.
+func (k *Kind[T, L, AC, S]) create(ctx context.Context, w *Writes, client Client[T, L, AC], owner Owner,
+	desired AC) (*Object[S], error) {
+	object := k.newObject()
+	if err := ToObject(desired, object); err != nil {
+		return nil, err
+	}
+	created, err := client.Create(ctx, object, metav1.CreateOptions{FieldManager: w.FieldManager})
+	if err != nil {
+		return nil, err
+	}
+	cached := k.Cache(created)
+	klog.FromContext(ctx).V(2).Info("Created "+k.Name, "object", klog.KObj(cached))
+	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", k.Name, cached.Name)
+	return cached, nil
+}
+
+// repair applies the desired state where a field the controller owns drifted.
+func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client[T, L, AC], owner Owner,
+	desired AC, obj *Object[S]) (*Object[S], error) {
+	drift, err := k.Drift(desired, obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(drift) == 0 {
+		return obj, nil
+	}
+	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: an
+	// object changed since the cache saw it is answered 409 and the owner synced again, not undone.
+	applied, err := client.Apply(ctx, desired.WithResourceVersion(obj.ResourceVersion),
+		metav1.ApplyOptions{FieldManager: w.FieldManager, Force: true})
+	if IsRefused(err) {
+		return nil, w.Problems.Refused("update", k.Name, obj.Name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cached := k.Cache(applied)
+	klog.FromContext(ctx).V(2).Info("Updated "+k.Name, "object", klog.KObj(cached), "fields", drift)
+	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Updated %s %s: %s",
+		k.Name, cached.Name, strings.Join(drift, ", "))
+	return cached, nil
+}
+
+// DeleteStale deletes the objects owner controls under another name than
+// keep, as after the owner changed the name it asks for.
+func (k *Kind[T, L, AC, S]) DeleteStale(ctx context.Context, w *Writes, indexer cache.Indexer, owner Owner,
+	keep string) error {
+	controlled, err := indexer.ByIndex(ByControllerUID, string(owner.GetUID()))
+	if err != nil {
+		return err
+	}
+	for _, obj := range controlled {
+		stale, ok := obj.(*Object[S])
+		if !ok {
+			return fmt.Errorf("cached %s is a %T, not what the transform makes", k.Name, obj)
+		}
+		if stale.Name == keep {
+			continue
+		}
+		// The UID precondition: the very object we saw, not a namesake.
+		err := k.Client(w.Clientset, stale.Namespace).Delete(ctx, stale.Name,
+			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(stale.UID))})
+		if apierrors.IsNotFound(err) {
+			continue // deleted already; the cache had not caught up
+		}
+		if IsRefused(err) {
+			return w.Problems.Refused("delete", k.Name, stale.Name, err)
+		}
+		if err != nil {
+			return err
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted stale "+k.Name, "object", klog.KObj(stale))
+		w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Deleted %s %s: replaced by %s",
+			k.Name, stale.Name, keep)
+	}
+	return nil
+}
