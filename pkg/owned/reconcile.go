@@ -107,6 +107,9 @@ func IsRefused(err error) bool {
 type Owned[O Owner] interface {
 	// Kind is the kind, as messages name it.
 	Kind() string
+	// Resource is the kind's group and resource, as RBAC rules and audit
+	// policies name it.
+	Resource() schema.GroupResource
 	// NewInformer returns the controller's informer of the objects of the
 	// kind labelled managedBy in namespace ("" for all), whose cache holds
 	// each as its Object, indexed by the owner that controls it.
@@ -133,6 +136,8 @@ type owns[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct
 }
 
 func (o *owns[O, T, L, AC, S]) Kind() string { return o.kind.Name }
+
+func (o *owns[O, T, L, AC, S]) Resource() schema.GroupResource { return o.kind.Resource }
 
 func (o *owns[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set,
 	ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {

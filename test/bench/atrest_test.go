@@ -48,7 +48,7 @@ const restResync = 10 * time.Second
 // full pass, has synced k×n Foos more with its queues empty: k resyncs are
 // done. At rest only the periodic resync queues a Foo, every Foo once per
 // -resync-period (the Deployment informer's resync queues nothing, see
-// onDeploymentUpdate), so these syncs are the evidence that k periods have
+// onOwnedUpdate), so these syncs are the evidence that k periods have
 // passed and their passes ran, which a sleep of k periods would only hope.
 // Were the controller writing at rest, the echoes of its writes would be
 // synced too and the wait could end sooner; the callers report the time

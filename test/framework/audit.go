@@ -43,14 +43,15 @@ import (
 	"time"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 )
 
 // AuditPolicy is the audit policy that records what the checks below read,
 // and little else, so that an hour's soak still has a log of a manageable
-// size: with their request and response bodies, the writes to Deployments
-// and Foos (the scale and status subresources included); with the request
+// size: with their request and response bodies, the writes to the kinds a
+// Foo owns (ownedRules) and to Foos (the scale and status subresources
+// included); with the request
 // body, the writes to the Leases of namespace leaseNamespace (every
 // renewal, a line per retry period); nothing of any other request.
 func AuditPolicy(leaseNamespace string) string {
@@ -61,9 +62,7 @@ rules:
   - level: RequestResponse
     verbs: ["create", "update", "patch", "delete"]
     resources:
-      - group: apps
-        resources: ["deployments"]
-      - group: %[2]s
+%[4]s      - group: %[2]s
         resources: ["%[3]s", "%[3]s/status", "%[3]s/scale"]
   - level: Request
     verbs: ["create", "update"]
@@ -72,7 +71,18 @@ rules:
       - group: coordination.k8s.io
         resources: ["leases"]
   - level: None
-`, leaseNamespace, samplev1alpha1.SchemeGroupVersion.Group, samplecontroller.FooResource)
+`, leaseNamespace, samplecontroller.GroupName, samplecontroller.FooResource, ownedRules())
+}
+
+// ownedRules are the audit policy's resources of the kinds a Foo owns
+// (desired.Owned): a kind registered there has its writes audited, and
+// checked by the write fence's and chaos's checks, with no edit here.
+func ownedRules() string {
+	var rules strings.Builder
+	for _, kind := range desired.Owned {
+		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", kind.Resource().Group, kind.Resource().Resource)
+	}
+	return rules.String()
 }
 
 // AuditEvent is what the checks read of an audit.k8s.io/v1 Event.
@@ -288,8 +298,15 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 	return out
 }
 
+// managedResource reports whether the controller writes resource: a kind a
+// Foo owns, or Foos.
 func managedResource(resource string) bool {
-	return resource == "deployments" || resource == samplecontroller.FooResource
+	for _, kind := range desired.Owned {
+		if resource == kind.Resource().Resource {
+			return true
+		}
+	}
+	return resource == samplecontroller.FooResource
 }
 
 // ledAt reports whether replica led at the moment at: a Leadership it
@@ -333,7 +350,7 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 	var out []string
 	for i := range events {
 		e := &events[i]
-		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != "deployments" || e.ObjectRef.Subresource != "" ||
+		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource || e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") {
 			continue
 		}

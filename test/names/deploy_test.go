@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
 // deployDir is the kustomization an operator applies (kubectl apply -k).
@@ -213,6 +214,31 @@ func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 	for r := range got {
 		if _, ok := want[r]; !ok {
 			t.Errorf("%s/clusterrole.yaml: %s in group %s, which the controller does not use", deployDir, r, samplecontroller.GroupName)
+		}
+	}
+}
+
+// ownedKindVerbs are the calls pkg/owned makes on every kind a Foo owns: its
+// informer lists and watches, a create, a get when the create finds the name
+// taken, a server-side apply (patch) to repair, a delete after a rename.
+var ownedKindVerbs = []string{"list", "watch", "create", "get", "patch", "delete"}
+
+// Owning a kind is its registration (desired.Owned) and its RBAC rule: the
+// ClusterRole grants each kind a Foo owns exactly the calls the controller
+// makes on it, so a registration without its rule fails here, not on a
+// cluster.
+func TestClusterRoleGrantsEveryOwnedKind(t *testing.T) {
+	var role rbacv1.ClusterRole
+	decode(t, "clusterrole.yaml", &role)
+	for _, kind := range desired.Owned {
+		var got []string
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, kind.Resource().Group) && slices.Contains(rule.Resources, kind.Resource().Resource) {
+				got = append(got, rule.Verbs...)
+			}
+		}
+		if !slices.Equal(got, ownedKindVerbs) {
+			t.Errorf("%s/clusterrole.yaml: %s: verbs %v, want %v", deployDir, kind.Resource(), got, ownedKindVerbs)
 		}
 	}
 }
