@@ -2,9 +2,9 @@
 # Regenerates everything derived from the hand-written types in pkg/apis:
 # zz_generated.deepcopy.go and pkg/generated (clientset and its fake, listers,
 # informers, apply configurations), and the Foo CRD, artifacts/examples/crd.yaml,
-# from the types' kubebuilder markers. It also cuts the Deployment's
+# from the types' kubebuilder markers. It also cuts the owned kinds'
 # server-side apply schema out of client-go's schema of every built-in type
-# (hack/deployment-schema writes pkg/desired/zz_generated.deployment_schema.go).
+# (hack/owned-schema writes pkg/desired/zz_generated.owned_schema.go).
 # The code-generator and client-go come from the module cache at the versions
 # pinned in go.mod (see hack/tools.go), controller-gen at the version pinned
 # in hack/tools/controller-gen/go.mod, so everyone generates byte-identical
@@ -28,13 +28,15 @@ kube::codegen::gen_helpers \
 	--boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
 	"${SCRIPT_ROOT}/pkg/apis"
 
-# The Deployment's server-side apply schema alone, which pkg/owned walks
-# Deployments with (pkg/desired registers it): client-go has it only within the schema of every
-# built-in type, whose parse costs the controller more memory and start time
-# (hack/deployment-schema says why).
-go run ./hack/deployment-schema \
+# The server-side apply schema of the kinds a Foo owns alone (a -kind for
+# each kind desired.Owned registers), which pkg/owned walks their objects
+# with: client-go has it only within the schema of every built-in type,
+# whose parse costs the controller more memory and start time
+# (hack/owned-schema says why).
+go run ./hack/owned-schema \
 	-boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
-	-o "${SCRIPT_ROOT}/pkg/desired/zz_generated.deployment_schema.go"
+	-kind apps/v1/Deployment \
+	-o "${SCRIPT_ROOT}/pkg/desired/zz_generated.owned_schema.go"
 
 kube::codegen::gen_client \
 	--with-watch \

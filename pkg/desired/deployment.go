@@ -158,14 +158,14 @@ const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
 
 // deploymentFields are the fields Deployment sets, found once per process
 // with the Deployment's part of client-go's schema alone
-// (deploymentSchemaYAML, which hack/deployment-schema cuts out of client-go's
+// (ownedSchemaYAML, which hack/owned-schema cuts out of client-go's
 // schema of every built-in type): parsing all of it, as
 // applyconfigurations.NewTypeConverter does, costs memory and start time for
 // types the controller never reads (docs/performance.md);
 // TestSubsetSchemaTypesDeploymentsAsClientGoDoes holds the part to typing
 // Deployments as the whole does.
 var deploymentFields = sync.OnceValues(func() (*owned.Fields, error) {
-	t, err := owned.ParseType(deploymentSchemaYAML, deploymentTypeName)
+	t, err := owned.ParseType(ownedSchemaYAML, deploymentTypeName)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ type Fields struct {
 }
 
 // ParseType returns the type typeName of a server-side apply schema
-// (schemaYAML, as hack/deployment-schema writes it).
+// (schemaYAML, as hack/owned-schema writes it).
 func ParseType(schemaYAML, typeName string) (typed.ParseableType, error) {
 	parser, err := typed.NewParser(typed.YAMLObject(schemaYAML))
 	if err != nil {

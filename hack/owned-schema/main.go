@@ -14,24 +14,25 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command deployment-schema writes the server-side apply schema of the
-// apps/v1 Deployment alone, as a Go constant holding its YAML
-// (pkg/desired/zz_generated.deployment_schema.go; hack/update-codegen.sh
-// runs it).
+// Command owned-schema writes the server-side apply schema of the kinds a
+// Foo owns alone, as a Go constant holding its YAML
+// (pkg/desired/zz_generated.owned_schema.go; hack/update-codegen.sh runs it
+// with a -kind for each kind desired.Owned registers).
 //
-// pkg/owned walks Deployments with that schema to find the fields the
+// pkg/owned walks the owned objects with that schema to find the fields the
 // controller owns. client-go has it only as part of the schema of every
 // built-in type (k8s.io/client-go/applyconfigurations/internal, not
 // importable), and parsing all of that, once per process, cost the
 // controller memory and start time (measured in docs/performance.md, "The
-// schema: the Deployment's part alone"). This program takes that whole schema from client-go's
-// public type converter, keeps the Deployment's type and every named type
-// reachable from it, and checks that each type it keeps reads back exactly
-// as client-go defines it. Its output changes only when client-go's does:
-// the types are written sorted by name, each as client-go has it.
+// schema: the Deployment's part alone"). This program takes that whole
+// schema from client-go's public type converter, keeps each kind's type and
+// every named type reachable from them, and checks that each type it keeps
+// reads back exactly as client-go defines it. Its output changes only when
+// client-go's or the list of kinds does: the types are written sorted by
+// name, each as client-go has it.
 //
-//	go run ./hack/deployment-schema -boilerplate hack/boilerplate.go.txt \
-//	    -o pkg/desired/zz_generated.deployment_schema.go
+//	go run ./hack/owned-schema -boilerplate hack/boilerplate.go.txt \
+//	    -kind apps/v1/Deployment -o pkg/desired/zz_generated.owned_schema.go
 package main
 
 import (
@@ -42,10 +43,10 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v2"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/schema"
@@ -56,28 +57,49 @@ func main() {
 	boilerplate := flag.String("boilerplate", "hack/boilerplate.go.txt", "the license header the file starts with")
 	out := flag.String("o", "", "the Go file to write (default: standard output)")
 	pkg := flag.String("package", "desired", "the Go package the file belongs to")
-	name := flag.String("const", "deploymentSchemaYAML", "the name of the constant that holds the schema")
+	name := flag.String("const", "ownedSchemaYAML", "the name of the constant that holds the schema")
+	var kinds kindList
+	flag.Var(&kinds, "kind", "a kind whose schema to keep, as group/version/Kind (apps/v1/Deployment; "+
+		"v1/Service for the core group); repeat it for each kind")
 	flag.Parse()
-	if flag.NArg() != 0 {
+	if flag.NArg() != 0 || len(kinds) == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*boilerplate, *out, *pkg, *name); err != nil {
-		fmt.Fprintln(os.Stderr, "deployment-schema:", err)
+	if err := run(*boilerplate, *out, *pkg, *name, kinds); err != nil {
+		fmt.Fprintln(os.Stderr, "owned-schema:", err)
 		os.Exit(1)
 	}
 }
 
-func run(boilerplatePath, out, pkg, constName string) error {
+// kindList is the -kind flags, in order.
+type kindList []runtimeschema.GroupVersionKind
+
+func (k *kindList) String() string { return fmt.Sprint(*k) }
+
+func (k *kindList) Set(s string) error {
+	i := strings.LastIndex(s, "/")
+	if i < 0 {
+		return fmt.Errorf("%q is not group/version/Kind", s)
+	}
+	gv, err := runtimeschema.ParseGroupVersion(s[:i])
+	if err != nil || s[i+1:] == "" {
+		return fmt.Errorf("%q is not group/version/Kind", s)
+	}
+	*k = append(*k, gv.WithKind(s[i+1:]))
+	return nil
+}
+
+func run(boilerplatePath, out, pkg, constName string, kinds []runtimeschema.GroupVersionKind) error {
 	header, err := os.ReadFile(boilerplatePath)
 	if err != nil {
 		return err
 	}
-	full, root, err := clientGoDeploymentSchema()
+	full, roots, err := clientGoSchema(kinds)
 	if err != nil {
 		return err
 	}
-	subset, err := reachable(full, root)
+	subset, err := reachable(full, roots...)
 	if err != nil {
 		return err
 	}
@@ -85,10 +107,14 @@ func run(boilerplatePath, out, pkg, constName string) error {
 	if err != nil {
 		return err
 	}
-	if err := readsBackAsClientGoHasIt(text, full, *root.NamedType); err != nil {
+	rootNames := make([]string, 0, len(roots))
+	for _, root := range roots {
+		rootNames = append(rootNames, *root.NamedType)
+	}
+	if err := readsBackAsClientGoHasIt(text, full, rootNames...); err != nil {
 		return err
 	}
-	src, err := goFile(header, pkg, constName, *root.NamedType, text)
+	src, err := goFile(header, pkg, constName, rootNames, text)
 	if err != nil {
 		return err
 	}
@@ -99,27 +125,37 @@ func run(boilerplatePath, out, pkg, constName string) error {
 	return os.WriteFile(out, src, 0o644)
 }
 
-// clientGoDeploymentSchema returns client-go's schema of every built-in type
-// and, in it, the apps/v1 Deployment's type: the schema and type pkg/owned
-// used before it had its own.
-func clientGoDeploymentSchema() (*schema.Schema, schema.TypeRef, error) {
+// clientGoSchema returns client-go's schema of every built-in type and, in
+// it, the type of each kind: the schema and types pkg/owned used before it
+// had its own.
+func clientGoSchema(kinds []runtimeschema.GroupVersionKind) (*schema.Schema, []schema.TypeRef, error) {
 	converter := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	typedEmpty, err := converter.ObjectToTyped(&appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}})
-	if err != nil {
-		return nil, schema.TypeRef{}, fmt.Errorf("client-go's schema of Deployments: %w", err)
+	var full *schema.Schema
+	roots := make([]schema.TypeRef, 0, len(kinds))
+	for _, gvk := range kinds {
+		obj, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client-go has no type for %s: %w", gvk, err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		typedEmpty, err := converter.ObjectToTyped(obj)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client-go's schema of %s: %w", gvk, err)
+		}
+		root := typedEmpty.TypeRef()
+		if root.NamedType == nil {
+			return nil, nil, fmt.Errorf("client-go types %s with an unnamed type", gvk)
+		}
+		full = typedEmpty.Schema()
+		roots = append(roots, root)
 	}
-	root := typedEmpty.TypeRef()
-	if root.NamedType == nil {
-		return nil, schema.TypeRef{}, fmt.Errorf("client-go types Deployments with an unnamed type")
-	}
-	return typedEmpty.Schema(), root, nil
+	return full, roots, nil
 }
 
-// reachable returns the named types of full that root refers to, directly
-// or through other types, sorted by name: a schema that types root's values
-// as full does.
-func reachable(full *schema.Schema, root schema.TypeRef) (*schema.Schema, error) {
+// reachable returns the named types of full that the roots refer to,
+// directly or through other types, sorted by name: a schema that types the
+// roots' values as full does.
+func reachable(full *schema.Schema, roots ...schema.TypeRef) (*schema.Schema, error) {
 	found := map[string]schema.TypeDef{}
 	var visitRef func(tr schema.TypeRef) error
 	var visitAtom func(a schema.Atom) error
@@ -156,8 +192,10 @@ func reachable(full *schema.Schema, root schema.TypeRef) (*schema.Schema, error)
 		}
 		return nil
 	}
-	if err := visitRef(root); err != nil {
-		return nil, err
+	for _, root := range roots {
+		if err := visitRef(root); err != nil {
+			return nil, err
+		}
 	}
 	names := make([]string, 0, len(found))
 	for n := range found {
@@ -173,14 +211,16 @@ func reachable(full *schema.Schema, root schema.TypeRef) (*schema.Schema, error)
 
 // readsBackAsClientGoHasIt parses the written schema as pkg/owned will
 // and fails unless every type in it is client-go's type of that name,
-// field for field, and the root type is among them.
-func readsBackAsClientGoHasIt(text []byte, full *schema.Schema, rootName string) error {
+// field for field, and every root type is among them.
+func readsBackAsClientGoHasIt(text []byte, full *schema.Schema, rootNames ...string) error {
 	parser, err := typed.NewParser(typed.YAMLObject(text))
 	if err != nil {
 		return fmt.Errorf("the written schema does not parse: %w", err)
 	}
-	if _, ok := parser.Schema.FindNamedType(rootName); !ok {
-		return fmt.Errorf("the written schema has no type %s", rootName)
+	for _, rootName := range rootNames {
+		if _, ok := parser.Schema.FindNamedType(rootName); !ok {
+			return fmt.Errorf("the written schema has no type %s", rootName)
+		}
 	}
 	for _, written := range parser.Schema.Types {
 		original, ok := full.FindNamedType(written.Name)
@@ -193,16 +233,19 @@ func readsBackAsClientGoHasIt(text []byte, full *schema.Schema, rootName string)
 
 // goFile is the generated Go source: the header, and the schema's YAML as a
 // raw string constant.
-func goFile(header []byte, pkg, constName, rootName string, text []byte) ([]byte, error) {
+func goFile(header []byte, pkg, constName string, rootNames []string, text []byte) ([]byte, error) {
 	if bytes.ContainsRune(text, '`') {
 		return nil, fmt.Errorf("the schema's YAML holds a backquote, which a raw string cannot")
 	}
 	var b bytes.Buffer
 	b.Write(header)
-	fmt.Fprintf(&b, "\n// Code generated by hack/deployment-schema. DO NOT EDIT.\n\n")
+	fmt.Fprintf(&b, "\n// Code generated by hack/owned-schema. DO NOT EDIT.\n\n")
 	fmt.Fprintf(&b, "package %s\n\n", pkg)
 	fmt.Fprintf(&b, "// %s is the server-side apply schema of\n", constName)
-	fmt.Fprintf(&b, "// %s and of every named type it refers to,\n", rootName)
+	for _, rootName := range rootNames {
+		fmt.Fprintf(&b, "// %s,\n", rootName)
+	}
+	fmt.Fprintf(&b, "// and of every named type they refer to,\n")
 	fmt.Fprintf(&b, "// as client-go %s defines them.\n", clientGoVersion())
 	fmt.Fprintf(&b, "const %s = `%s`\n", constName, text)
 	return format.Source(b.Bytes())

@@ -121,3 +121,37 @@ func TestWrittenSchemaMustReadBackAsTheOriginal(t *testing.T) {
 		t.Errorf("no error for a root type the written schema lacks")
 	}
 }
+
+// Each -kind adds its type and those it refers to: two roots keep the union
+// of what each refers to, each type once.
+func TestReachableFromSeveralRootsKeepsTheirUnion(t *testing.T) {
+	subset, err := reachable(parse(t, small), named("unused"), named("label"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, 0, len(subset.Types))
+	for _, td := range subset.Types {
+		got = append(got, td.Name)
+	}
+	if want := []string{"item", "label", "spec", "unused"}; !slices.Equal(got, want) {
+		t.Errorf("kept %q, want %q", got, want)
+	}
+}
+
+// A kind is group/version/Kind, the core group's without a group.
+func TestKindFlagParsesGroupVersionKind(t *testing.T) {
+	var kinds kindList
+	for _, s := range []string{"apps/v1/Deployment", "v1/Service"} {
+		if err := kinds.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := kinds.String(), "[apps/v1, Kind=Deployment /v1, Kind=Service]"; got != want {
+		t.Errorf("kinds %s, want %s", got, want)
+	}
+	for _, bad := range []string{"Deployment", "apps/v1/", "a/b/c/Deployment"} {
+		if err := kinds.Set(bad); err == nil {
+			t.Errorf("-kind %q accepted", bad)
+		}
+	}
+}

@@ -46,7 +46,7 @@ import (
 
 // clientGoDeploymentType is the Deployment's type in client-go's schema of
 // every built-in type, which pkg/owned parsed before it had the
-// Deployment's part of it alone (deploymentSchemaYAML).
+// Deployment's part of it alone (ownedSchemaYAML).
 func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()
 	tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(&appsv1.Deployment{
@@ -59,7 +59,7 @@ func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 
 func generatedDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()
-	t, err := owned.ParseType(deploymentSchemaYAML, deploymentTypeName)
+	t, err := owned.ParseType(ownedSchemaYAML, deploymentTypeName)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func hasPath(set *fieldpath.Set, name string) bool {
 // The price of the schema Deployments are typed with, parsed once per
 // process on the first Deployment: client-go's schema of every built-in type
 // ("full", what applyconfigurations.NewTypeConverter parses on its first
-// use) and the Deployment's part of it that hack/deployment-schema generates
+// use) and the Deployment's part of it that hack/owned-schema generates
 // ("subset", what deploymentSchema parses). They report; they assert
 // nothing. Run:
 //
@@ -259,7 +259,7 @@ func hasPath(set *fieldpath.Set, name string) bool {
 // BenchmarkDeploymentSchemaParse is the time and allocations of one parse,
 // with the named-type index the first lookup builds. client-go's own text of
 // the full schema is internal to it, so "full" parses its types as
-// hack/deployment-schema writes them, the same encoder for both; it reports
+// hack/owned-schema writes them, the same encoder for both; it reports
 // the YAML's size as yaml-bytes.
 func BenchmarkDeploymentSchemaParse(b *testing.B) {
 	fullYAML, err := yaml.Marshal(clientGoDeploymentType(b).Schema)
@@ -268,7 +268,7 @@ func BenchmarkDeploymentSchemaParse(b *testing.B) {
 	}
 	for _, bc := range []struct{ name, text string }{
 		{"full", string(fullYAML)},
-		{"subset", deploymentSchemaYAML},
+		{"subset", ownedSchemaYAML},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
