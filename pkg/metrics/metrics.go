@@ -161,13 +161,13 @@ func (c *fooReadinessCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 }
 
 func (c *fooReadinessCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	foos, err := c.foos.List(labels.Everything())
+	cached, err := c.foos.List(labels.Everything())
 	if err != nil {
 		return // a cache lister does not fail
 	}
 	type readiness struct{ ready, reason string }
 	counts := map[readiness]int{}
-	for _, foo := range foos {
+	for _, foo := range cached {
 		r := readiness{ready: string(metav1.ConditionUnknown)}
 		if cond := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady); cond != nil {
 			r = readiness{ready: string(cond.Status), reason: cond.Reason}

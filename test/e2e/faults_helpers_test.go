@@ -247,11 +247,11 @@ func (r *faultRun) observe(ctx context.Context) (convergence, error) {
 }
 
 // compare checks the Deployments against the Foos.
-func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) convergence {
-	c := convergence{foos: len(foos), deployments: len(deployments)}
+func compare(served []samplev1alpha1.Foo, deployments []appsv1.Deployment) convergence {
+	c := convergence{foos: len(served), deployments: len(deployments)}
 	byUID := map[types.UID]*samplev1alpha1.Foo{}
-	for i := range foos {
-		byUID[foos[i].UID] = &foos[i]
+	for i := range served {
+		byUID[served[i].UID] = &served[i]
 	}
 	owned := map[types.UID][]*appsv1.Deployment{}
 	for i := range deployments {
@@ -269,8 +269,8 @@ func compare(foos []samplev1alpha1.Foo, deployments []appsv1.Deployment) converg
 		}
 		owned[ref.UID] = append(owned[ref.UID], d)
 	}
-	for i := range foos {
-		foo := &foos[i]
+	for i := range served {
+		foo := &served[i]
 		if isReady(foo) {
 			c.ready++
 		} else if len(c.waiting) < 3 {

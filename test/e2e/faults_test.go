@@ -270,7 +270,7 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 		t.Fatal(err)
 	}
 	old := map[string]bool{}
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
 	for _, d := range deployments.Items {
 		if len(old) == max {
 			break
@@ -280,7 +280,7 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 			continue
 		}
 		patch := fmt.Sprintf(`{"spec":{"deploymentName":%q}}`, d.Name+"-renamed")
-		if _, err := foos.Patch(ctx, ref.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := fooClient.Patch(ctx, ref.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		old[d.Name] = true

@@ -58,7 +58,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	)
 	ctx := context.Background()
 	deployments := cluster.Kube.AppsV1().Deployments(ns)
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
 
 	// The controller below watches every namespace: no other controller
 	// may run meanwhile, or the two would race for the same Foos.
@@ -223,7 +223,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	step("deleted_foo_has_its_deployment_garbage_collected", func(t *testing.T) {
 		kubectl(t, "delete", "foo/"+fooName)
-		if _, err := foos.Get(ctx, fooName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := fooClient.Get(ctx, fooName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("Foo still there after kubectl delete: %v", err)
 		}
 		// kube-controller-manager's garbage collector deletes it; it knows
@@ -249,7 +249,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = foos.Delete(context.Background(), rivalName, metav1.DeleteOptions{})
+			_ = fooClient.Delete(context.Background(), rivalName, metav1.DeleteOptions{})
 			_ = deployments.Delete(context.Background(), takenName, metav1.DeleteOptions{})
 			waitDeploymentGone(t, ns, takenName)
 		})
