@@ -65,7 +65,7 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	owned       []ownedCache // the kinds a Foo owns (desired.Owned), Deployments first
+	owned       []ownedCache // the kinds a Foo owns (desired.Owned)
 	foosLister  listers.FooLister
 	foosIndexer cache.Indexer
 	foosSynced  cache.InformerSynced
@@ -131,19 +131,16 @@ type writeFence interface {
 
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
-// (foocache.Transform). ownedInformers are those of desired.Owned's kinds, in
-// its order (desired.NewOwnedInformers).
+// (foocache.Transform). ownedKinds are the kinds a Foo owns with their informers
+// (desired.NewOwnedInformers of desired.Owned), the Deployment's among them.
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
-	ownedInformers []cache.SharedIndexInformer,
+	ownedKinds []desired.OwnedInformer,
 	fooInformer informers.FooInformer,
 	config Config,
 ) (*Controller, error) {
-	if len(ownedInformers) != len(desired.Owned) {
-		return nil, fmt.Errorf("%d informers for the %d kinds a Foo owns", len(ownedInformers), len(desired.Owned))
-	}
 	// Events about Foos need the Foo types in the scheme.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
@@ -173,13 +170,13 @@ func NewController(
 	}); err != nil {
 		return nil, err
 	}
-	for i, informer := range ownedInformers {
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	for _, kind := range ownedKinds {
+		if _, err := kind.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
 		}); err != nil {
 			return nil, err
 		}
-		controller.owned = append(controller.owned, ownedCache{desired.Owned[i], informer.GetIndexer(), informer.HasSynced})
+		controller.owned = append(controller.owned, ownedCache{kind.Kind, kind.Informer.GetIndexer(), kind.Informer.HasSynced})
 	}
 	return controller, nil
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // fixture is a controller on fake clientsets whose caches the test fills by
@@ -95,7 +96,7 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	ownedInformers, err := desired.NewOwnedInformers(f.kubeclient, metav1.NamespaceAll, 0)
+	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, f.kubeclient, metav1.NamespaceAll, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -144,8 +145,13 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 
 func alwaysReady() bool { return true }
 
-// deploymentCache is the controller's Deployment cache: that of the first
-// kind a Foo owns (desired.Owned).
+// ownsDeployments is what the controllers of these tests own: the Deployment
+// alone, whose writes they assert call by call. Every kind a Foo owns goes
+// through the same machinery (pkg/owned, its tests); a fork that registers
+// another in desired.Owned proves it in tests of its own.
+var ownsDeployments = []owned.Owned[*samplev1alpha1.Foo]{desired.OwnsDeployment}
+
+// deploymentCache is the controller's Deployment cache.
 func deploymentCache(c *Controller) cache.Indexer {
 	return c.owned[0].indexer
 }
@@ -777,7 +783,7 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
-	ownedInformers, err := desired.NewOwnedInformers(kubeclient, config.Namespace, 0)
+	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, kubeclient, config.Namespace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,8 +792,8 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	for _, informer := range ownedInformers {
-		go informer.RunWithContext(ctx)
+	for _, kind := range ownedInformers {
+		go kind.Informer.RunWithContext(ctx)
 	}
 	return c, client, kubeclient
 }

@@ -96,7 +96,7 @@ func run(ctx context.Context, o *options.Options) error {
 	// For each kind a Foo owns, only the objects this controller manages,
 	// each cached as the few fields it reads, in an informer of its own
 	// (pkg/desired registers the kinds, pkg/owned caches them).
-	ownedInformers, err := desired.NewOwnedInformers(kubeClient, o.Namespace, o.ResyncPeriod)
+	ownedInformers, err := desired.NewOwnedInformers(desired.Owned, kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -128,8 +128,8 @@ func run(ctx context.Context, o *options.Options) error {
 	// takes over in moments. On return, cancel first, then wait for them.
 	ctx, cancel := context.WithCancel(ctx)
 	var ownedInformersDone sync.WaitGroup
-	for _, informer := range ownedInformers {
-		ownedInformersDone.Go(func() { informer.RunWithContext(ctx) })
+	for _, kind := range ownedInformers {
+		ownedInformersDone.Go(func() { kind.Informer.RunWithContext(ctx) })
 	}
 	sampleInformerFactory.Start(ctx.Done())
 	defer ownedInformersDone.Wait()

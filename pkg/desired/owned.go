@@ -33,27 +33,39 @@ import (
 // state: the controller watches, caches, creates, repairs, refuses and
 // cleans up each of them the same way (pkg/owned). Owning another kind is
 // its registration here (a Kind and a pure function from the Foo to its
-// apply configuration) and its RBAC rule (artifacts/deploy/clusterrole.yaml).
-// The first is the Deployment, whose status the Foo's reports.
+// apply configuration), its schema (a -kind in hack/update-codegen.sh) and
+// its RBAC rule (artifacts/deploy/clusterrole.yaml, which test/names holds
+// to this list). The Deployment is the one whose status the Foo's reports.
 var Owned = []owned.Owned[*samplev1alpha1.Foo]{
-	owned.Own(Deployments, Deployment),
+	OwnsDeployment,
 }
 
-// NewOwnedInformers returns the controller's informer of each kind in Owned,
-// in its order: the objects of that kind the controller manages (labelled
-// LabelManagedBy) in namespace ("" for all), each cached as its owned.Object
-// and indexed by the Foo that controls it.
+// OwnsDeployment registers the Deployment a Foo asks for (Deployment) with
+// the Deployment's Kind.
+var OwnsDeployment = owned.Own(Deployments, Deployment)
+
+// OwnedInformer is a kind a Foo owns and the controller's informer of it.
+type OwnedInformer struct {
+	Kind     owned.Owned[*samplev1alpha1.Foo]
+	Informer cache.SharedIndexInformer
+}
+
+// NewOwnedInformers returns the controller's informer of each of kinds (in
+// production, Owned), in order: the objects of that kind the controller
+// manages (labelled LabelManagedBy) in namespace ("" for all), each cached
+// as its owned.Object and indexed by the Foo that controls it.
 func NewOwnedInformers(
-	clientset kubernetes.Interface, namespace string, resyncPeriod time.Duration,
-) ([]cache.SharedIndexInformer, error) {
+	kinds []owned.Owned[*samplev1alpha1.Foo], clientset kubernetes.Interface, namespace string,
+	resyncPeriod time.Duration,
+) ([]OwnedInformer, error) {
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
-	informers := make([]cache.SharedIndexInformer, 0, len(Owned))
-	for _, kind := range Owned {
+	informers := make([]OwnedInformer, 0, len(kinds))
+	for _, kind := range kinds {
 		informer, err := kind.NewInformer(clientset, namespace, managedBy, samplecontroller.FooGroupKind, resyncPeriod)
 		if err != nil {
 			return nil, fmt.Errorf("the %s informer: %w", kind.Kind(), err)
 		}
-		informers = append(informers, informer)
+		informers = append(informers, OwnedInformer{Kind: kind, Informer: informer})
 	}
 	return informers, nil
 }
