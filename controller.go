@@ -176,7 +176,8 @@ func NewController(
 		}); err != nil {
 			return nil, err
 		}
-		controller.owned = append(controller.owned, ownedCache{kind.Kind, kind.Informer.GetIndexer(), kind.Informer.HasSynced})
+		cached := ownedCache{kind.Kind, kind.Informer.GetIndexer(), kind.Informer.HasSynced}
+		controller.owned = append(controller.owned, cached)
 	}
 	return controller, nil
 }

@@ -82,7 +82,8 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 // Foo's resourceVersion (desired.StatusPatch), a stale status is refused 409, not written over a newer one.
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
 	status samplev1alpha1.FooStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(foo.Status, status) || c.memory.prunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
+	if equality.Semantic.DeepEqual(foo.Status, status) ||
+		c.memory.prunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
 		return false, nil
 	}
 	if c.memory.statusWrites.CacheIsBehind(foo) {

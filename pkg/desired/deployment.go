@@ -27,19 +27,14 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"reflect"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -127,13 +122,16 @@ var Deployments = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
 	*appsv1ac.DeploymentApplyConfiguration, DeploymentStatus]{
 	Name:     "Deployment",
 	Resource: appsv1.Resource("deployments"),
-	Fields:   deploymentFields,
+	Fields:   fieldsOf("Deployment", deploymentTypeName, Deployment),
 	Status:   deploymentStatus,
 	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*appsv1.Deployment,
 		*appsv1.DeploymentList, *appsv1ac.DeploymentApplyConfiguration] {
 		return clientset.AppsV1().Deployments(namespace)
 	},
 }
+
+// deploymentTypeName is the apps/v1 Deployment's type in the schema.
+const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
 
 // deploymentStatus is what is read of d's status.
 func deploymentStatus(d *appsv1.Deployment) DeploymentStatus {
@@ -151,37 +149,4 @@ func deploymentStatus(d *appsv1.Deployment) DeploymentStatus {
 		}
 	}
 	return st
-}
-
-// deploymentTypeName is the apps/v1 Deployment's type in the schema.
-const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
-
-// deploymentFields are the fields Deployment sets, found once per process
-// with the Deployment's part of client-go's schema alone
-// (ownedSchemaYAML, which hack/owned-schema cuts out of client-go's
-// schema of every built-in type): parsing all of it, as
-// applyconfigurations.NewTypeConverter does, costs memory and start time for
-// types the controller never reads (docs/performance.md);
-// TestSubsetSchemaTypesDeploymentsAsClientGoDoes holds the part to typing
-// Deployments as the whole does.
-var deploymentFields = sync.OnceValues(func() (*owned.Fields, error) {
-	t, err := owned.ParseType(ownedSchemaYAML, deploymentTypeName)
-	if err != nil {
-		return nil, err
-	}
-	return deploymentFieldsOf(t)
-})
-
-// deploymentFieldsOf finds the fields Deployment sets with the Deployment's
-// type t: those it sets for two probe Foos whose specs have every field set,
-// to different values (owned.NewFields).
-func deploymentFieldsOf(t typed.ParseableType) (*owned.Fields, error) {
-	var probes [2]interface{}
-	for i := range probes {
-		probe := &samplev1alpha1.Foo{}
-		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
-		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
-		probes[i] = Deployment(probe)
-	}
-	return owned.NewFields("Deployment", t, probes)
 }

@@ -18,11 +18,15 @@ package desired
 
 import (
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -68,4 +72,47 @@ func NewOwnedInformers(
 		informers = append(informers, OwnedInformer{Kind: kind, Informer: informer})
 	}
 	return informers, nil
+}
+
+// ownedSchema is the server-side apply schema of the kinds a Foo owns
+// (ownedSchemaYAML, which hack/owned-schema cuts out of client-go's schema
+// of every built-in type), parsed once per process: parsing all of
+// client-go's, as applyconfigurations.NewTypeConverter does, costs memory
+// and start time for types the controller never reads (docs/performance.md);
+// TestSubsetSchemaTypesDeploymentsAsClientGoDoes holds the part to typing
+// Deployments as the whole does.
+var ownedSchema = sync.OnceValues(func() (*typed.Parser, error) {
+	return typed.NewParser(typed.YAMLObject(ownedSchemaYAML))
+})
+
+// fieldsOf returns the fields of kind that desired sets, found once: kind's
+// type in ownedSchema is typeName (its -kind in hack/update-codegen.sh).
+func fieldsOf[AC any](kind, typeName string, desired func(*samplev1alpha1.Foo) AC) func() (*owned.Fields, error) {
+	return sync.OnceValues(func() (*owned.Fields, error) {
+		parser, err := ownedSchema()
+		if err != nil {
+			return nil, fmt.Errorf("the schema of the kinds a Foo owns: %w", err)
+		}
+		t := parser.Type(typeName)
+		if !t.IsValid() {
+			return nil, fmt.Errorf("no schema for %s: no type %s (a -kind in hack/update-codegen.sh)", kind, typeName)
+		}
+		return probedFields(kind, t, desired)
+	})
+}
+
+// probedFields finds the fields of kind, whose type is t, that desired sets
+// for two probe Foos whose specs have every field set, to different values
+// (owned.NewFields).
+func probedFields[AC any](
+	kind string, t typed.ParseableType, desired func(*samplev1alpha1.Foo) AC,
+) (*owned.Fields, error) {
+	var probes [2]interface{}
+	for i := range probes {
+		probe := &samplev1alpha1.Foo{}
+		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
+		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
+		probes[i] = desired(probe)
+	}
+	return owned.NewFields(kind, t, probes)
 }

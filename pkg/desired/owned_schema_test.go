@@ -171,7 +171,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 	var fields [2]*owned.Fields
 	for i, s := range []typed.ParseableType{full, subset} {
 		var err error
-		if fields[i], err = deploymentFieldsOf(s); err != nil {
+		if fields[i], err = probedFields("Deployment", s, Deployment); err != nil {
 			t.Fatal(err)
 		}
 	}
