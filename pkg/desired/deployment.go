@@ -78,13 +78,7 @@ func Deployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration 
 	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
 		WithLabels(labels).
 		WithLabels(map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
-			WithKind(samplecontroller.FooKind).
-			WithName(foo.Name).
-			WithUID(foo.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
+		WithOwnerReferences(controllerReference(foo)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(Replicas(&foo.Spec)).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
@@ -94,6 +88,19 @@ func Deployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration 
 					WithContainers(corev1ac.Container().
 						WithName(ContainerName).
 						WithImage(ContainerImage)))))
+}
+
+// controllerReference makes foo the controller of an object it owns: the
+// garbage collector deletes the object with foo, and does not delete foo
+// before it (blockOwnerDeletion) when foo is deleted in the foreground.
+func controllerReference(foo *samplev1alpha1.Foo) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
+		WithKind(samplecontroller.FooKind).
+		WithName(foo.Name).
+		WithUID(foo.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
 }
 
 // The Deployment's registration: what the cache keeps of a Deployment the
