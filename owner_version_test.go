@@ -81,7 +81,7 @@ func TestOwnerReferenceOfAnotherFooIsNotTheFoos(t *testing.T) {
 			Name: "test", UID: "an-older-foo", Controller: ptr.To(true),
 		},
 		"same kind and UID, another group": {
-			APIVersion: "samplecontroller.example.com/v1alpha1", Kind: samplecontroller.FooKind,
+			APIVersion: "another.example.org/v1alpha1", Kind: samplecontroller.FooKind,
 			Name: "test", UID: testfixtures.NewFoo("test", 1).UID, Controller: ptr.To(true),
 		},
 		"same group and UID, another kind": {
