@@ -201,9 +201,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		foos := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
+		fooClient := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
 		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return foos.List(ctx, opts)
+			return fooClient.List(ctx, opts)
 		}
 		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosIndexer, list, &c.memory.deleted, &c.memory.outdated)
 		if err != nil {
@@ -245,7 +245,8 @@ func (c *Controller) HasSynced() bool {
 }
 
 func (c *Controller) cachesSynced() []cache.InformerSynced {
-	synced := []cache.InformerSynced{c.foosSynced}
+	synced := make([]cache.InformerSynced, 0, 1+len(c.owned))
+	synced = append(synced, c.foosSynced)
 	for _, kind := range c.owned {
 		synced = append(synced, kind.synced)
 	}

@@ -736,7 +736,7 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 
 	// The handlers get Deployments as the cache keeps them.
 	d := testfixtures.OwnedDeployment(t, foo)
-	owned := desired.Deployments.Cache(d)
+	controlled := desired.Deployments.Cache(d)
 	d.OwnerReferences[0].UID = "an-older-foo"
 	staleOwner := desired.Deployments.Cache(d)
 	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
@@ -747,13 +747,13 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 		handle func(c *Controller)
 		want   []string
 	}{
-		"add":    {func(c *Controller) { c.handleObject(owned, true) }, []string{"test"}},
-		"delete": {func(c *Controller) { c.onOwnedDelete(owned) }, []string{"test", "waiting"}},
+		"add":    {func(c *Controller) { c.handleObject(controlled, true) }, []string{"test"}},
+		"delete": {func(c *Controller) { c.onOwnedDelete(controlled) }, []string{"test", "waiting"}},
 		"delete tombstone": {func(c *Controller) {
-			c.onOwnedDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: owned})
+			c.onOwnedDelete(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: controlled})
 		}, []string{"test", "waiting"}},
-		"owned by other kind": {func(c *Controller) { c.handleObject(ownedByOther, true) }, nil},
-		"stale owner UID":     {func(c *Controller) { c.handleObject(staleOwner, true) }, nil},
+		"controlled by other kind": {func(c *Controller) { c.handleObject(ownedByOther, true) }, nil},
+		"stale owner UID":          {func(c *Controller) { c.handleObject(staleOwner, true) }, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)

@@ -61,9 +61,9 @@ func TestOwnerReferenceOfAnotherVersionIsTheFoos(t *testing.T) {
 		t.Errorf("a Deployment event queued %v, want [test]", got)
 	}
 	// It is found among the Foo's Deployments, as a rename needs.
-	owned, err := deploymentCache(f.controller).ByIndex(owned.ByControllerUID, string(foo.UID))
-	if err != nil || len(owned) != 1 {
-		t.Errorf("the Foo's Deployments by its UID: %d, %v; want 1", len(owned), err)
+	controlled, err := deploymentCache(f.controller).ByIndex(owned.ByControllerUID, string(foo.UID))
+	if err != nil || len(controlled) != 1 {
+		t.Errorf("the Foo's Deployments by its UID: %d, %v; want 1", len(controlled), err)
 	}
 	// The hand edit is repaired: one apply, neither refused nor re-created.
 	if err := f.sync(foo); err != nil {

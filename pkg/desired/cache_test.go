@@ -227,10 +227,10 @@ func TestCachedDeploymentDrift(t *testing.T) {
 // sync: Drift returns an error, which fails the sync.
 func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
-	for name, owned := range map[string]string{"none": "", "not JSON": "{"} {
+	for name, values := range map[string]string{"none": "", "not JSON": "{"} {
 		t.Run(name, func(t *testing.T) {
 			cached := Deployments.Cache(testfixtures.OwnedDeployment(t, foo))
-			cached.Owned = owned
+			cached.Owned = values
 			if drift, err := Deployments.Drift(Deployment(foo), cached); err == nil {
 				t.Errorf("drift %q and no error", drift)
 			}

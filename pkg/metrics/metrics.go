@@ -152,8 +152,8 @@ type fooReadinessCollector struct {
 
 // NewFooReadinessCollector returns the collector of samplecontroller_foos,
 // counting the Foos foos lists.
-func NewFooReadinessCollector(foos listers.FooLister) metrics.StableCollector {
-	return &fooReadinessCollector{foos: foos}
+func NewFooReadinessCollector(lister listers.FooLister) metrics.StableCollector {
+	return &fooReadinessCollector{foos: lister}
 }
 
 func (c *fooReadinessCollector) DescribeWithStability(ch chan<- *metrics.Desc) {

@@ -114,7 +114,7 @@ func (o *Object[S]) DeepCopy() *Object[S] {
 		return nil
 	}
 	out := *o // Owned is a string and Status holds values only
-	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	o.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 

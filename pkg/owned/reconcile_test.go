@@ -101,7 +101,7 @@ func (problems) NameTaken(kind string, object metav1.Object) error {
 	return &problem{kind + " " + object.GetName() + " is taken"}
 }
 
-func (problems) Refused(action, kind, name string, err error) error {
+func (problems) Refused(action, kind, name string, _ error) error {
 	return &problem{"cannot " + action + " " + kind + " " + name}
 }
 
@@ -146,12 +146,13 @@ func newServiceFixture(t *testing.T, served ...*corev1.Service) *serviceFixture 
 	return f
 }
 
-func (f *serviceFixture) reconcile(t *testing.T, w *metav1.PartialObjectMetadata, name string) error {
+// reconcile reconciles the Service "web" that w asks for.
+func (f *serviceFixture) reconcile(t *testing.T, w *metav1.PartialObjectMetadata) error {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f.client.ClearActions()
 	_, err := owned.Own(services, func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
-		return desiredService(w, name)
+		return desiredService(w, "web")
 	}).Reconcile(ctx, f.writes, f.indexer, w)
 	return err
 }
@@ -189,7 +190,7 @@ func (f *serviceFixture) expect(t *testing.T, writes []string, events ...string)
 
 func TestAnotherKindIsCreated(t *testing.T) {
 	f := newServiceFixture(t)
-	if err := f.reconcile(t, widget(), "web"); err != nil {
+	if err := f.reconcile(t, widget()); err != nil {
 		t.Fatal(err)
 	}
 	f.expect(t, []string{"create services web"}, "Normal Synced Created Service web")
@@ -204,7 +205,7 @@ func TestAnotherKindIsCreated(t *testing.T) {
 
 func TestAnotherKindAtRestIsNotWritten(t *testing.T) {
 	f := newServiceFixture(t, servedService(t, widget(), "web"))
-	if err := f.reconcile(t, widget(), "web"); err != nil {
+	if err := f.reconcile(t, widget()); err != nil {
 		t.Fatal(err)
 	}
 	f.expect(t, nil)
@@ -216,7 +217,7 @@ func TestAnotherKindIsRepairedKeepingForeignFields(t *testing.T) {
 	delete(s.Labels, "app")            // ours, removed by hand
 	s.Spec.Selector["app"] = "another" // ours, changed by hand
 	f := newServiceFixture(t, s)
-	if err := f.reconcile(t, widget(), "web"); err != nil {
+	if err := f.reconcile(t, widget()); err != nil {
 		t.Fatal(err)
 	}
 	f.expect(t, []string{"patch services web application/apply-patch+yaml"},
@@ -234,7 +235,7 @@ func TestAnotherKindNotOwnedIsNeverModified(t *testing.T) {
 	s := servedService(t, widget(), "web")
 	s.OwnerReferences = nil
 	f := newServiceFixture(t, s)
-	err := f.reconcile(t, widget(), "web")
+	err := f.reconcile(t, widget())
 	if err == nil || err.Error() != "Service web is taken" {
 		t.Fatalf("reconcile error %v, want the name taken", err)
 	}
@@ -243,7 +244,7 @@ func TestAnotherKindNotOwnedIsNeverModified(t *testing.T) {
 
 func TestAnotherKindUnderAnOldNameIsDeleted(t *testing.T) {
 	f := newServiceFixture(t, servedService(t, widget(), "old"))
-	if err := f.reconcile(t, widget(), "web"); err != nil {
+	if err := f.reconcile(t, widget()); err != nil {
 		t.Fatal(err)
 	}
 	f.expect(t, []string{"create services web", "delete services old"},
@@ -255,7 +256,7 @@ func TestAnotherKindRefusedIsAProblem(t *testing.T) {
 	f.client.PrependReactor("create", "services", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "web", errors.New("quota"))
 	})
-	err := f.reconcile(t, widget(), "web")
+	err := f.reconcile(t, widget())
 	if err == nil || err.Error() != "cannot create Service web" {
 		t.Fatalf("reconcile error %v, want the create refused", err)
 	}

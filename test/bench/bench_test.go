@@ -306,16 +306,16 @@ func newFoo(ns, name string) *samplev1alpha1.Foo {
 
 // createFoos creates n Foos (not timed).
 func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
-	foos := make([]*samplev1alpha1.Foo, n)
+	created := make([]*samplev1alpha1.Foo, n)
 	err := framework.Parallel(n, floorWorkers, func(i int) error {
 		f, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Create(b.ctx, newFoo(ns, fooName(i)), metav1.CreateOptions{})
-		foos[i] = f
+		created[i] = f
 		return err
 	})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return foos
+	return created
 }
 
 // startController runs the controller at its defaults but for the

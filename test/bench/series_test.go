@@ -133,12 +133,12 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 	b.createNamespace(ns)
 	t := b.newTracker(ns)
 	defer t.stop()
-	foos := b.createFoos(ns, n)
+	created := b.createFoos(ns, n)
 	b.waitUntil(t, "the floor's Foos", runLimit(n), allFoos(n))
 
 	start := time.Now()
 	err := framework.Parallel(n, floorWorkers, func(i int) error {
-		foo := foos[i]
+		foo := created[i]
 		d, err := benchDeployment(foo)
 		if err != nil {
 			return err

@@ -65,8 +65,9 @@ type document struct {
 // readDocuments reads the documents.
 func readDocuments(t *testing.T) []document {
 	t.Helper()
-	var docs []document
-	for _, path := range documents(t) {
+	paths := documents(t)
+	docs := make([]document, 0, len(paths))
+	for _, path := range paths {
 		text, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -104,16 +104,18 @@ func TestEveryNewControllerFlagIsDocumentedAndNoOther(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "hack", "new-controller", "main.go")); os.IsNotExist(err) {
 		t.Skip("a controller made from the template has neither hack/new-controller nor its page")
 	}
-	var defined []string
-	for _, m := range newControllerFlag.FindAllStringSubmatch(read(t, "hack/new-controller/main.go"), -1) {
+	flags := newControllerFlag.FindAllStringSubmatch(read(t, "hack/new-controller/main.go"), -1)
+	defined := make([]string, 0, len(flags))
+	for _, m := range flags {
 		defined = append(defined, m[1])
 	}
 	if !slices.Contains(defined, "module") || !slices.Contains(defined, "verify") {
 		t.Fatalf("flags parsed from hack/new-controller/main.go: %v; the parse is wrong", defined)
 	}
 	page := read(t, "docs/make-it-yours.md")
-	var documented []string
-	for _, m := range flagRow.FindAllStringSubmatch(page, -1) {
+	rows := flagRow.FindAllStringSubmatch(page, -1)
+	documented := make([]string, 0, len(rows))
+	for _, m := range rows {
 		documented = append(documented, m[1])
 	}
 	for _, f := range defined {
@@ -227,11 +229,12 @@ func comments(text string) []string {
 // dated there. A comment beside the build says why in words and points
 // there: a figure in it would be out of date by the next run.
 func TestBuildCommentsHoldNoMeasurements(t *testing.T) {
-	files := []string{"Makefile", ".golangci.yml", "Dockerfile"}
 	scripts, err := filepath.Glob(filepath.Join(root, "hack", "*.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := make([]string, 0, 3+len(scripts))
+	files = append(files, "Makefile", ".golangci.yml", "Dockerfile")
 	for _, s := range scripts {
 		rel, _ := filepath.Rel(root, s)
 		files = append(files, filepath.ToSlash(rel))

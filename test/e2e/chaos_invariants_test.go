@@ -72,7 +72,7 @@ func (s *chaosScenario) expectInvariants(t *testing.T, healed time.Time) {
 //   - the foreign Deployment is as its owner made it, and the controller
 //     never wrote it (no field manager of the controller's on it).
 func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
-	foos, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(w.ns).List(ctx, metav1.ListOptions{})
+	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := compare(foos.Items, deployments.Items)
+	c := compare(listed.Items, deployments.Items)
 	problems := c.problems
 	if c.missing > 0 {
 		problems = append(problems, fmt.Sprintf("%d Foos without their Deployment", c.missing))
@@ -89,8 +89,8 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 	for i := range deployments.Items {
 		byName[deployments.Items[i].Name] = &deployments.Items[i]
 	}
-	for i := range foos.Items {
-		foo := &foos.Items[i]
+	for i := range listed.Items {
+		foo := &listed.Items[i]
 		d := byName[foo.Spec.DeploymentName]
 		if d == nil || metav1.IsControlledBy(d, foo) == false {
 			continue // compare reported it

@@ -200,14 +200,14 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 // Deployment's version as just read, as the controller's repairs are; the
 // result goes to *applied. The deployment controller's status writes can make
 // that version stale before the apply lands, so callers retry on conflict.
-func applyOnCurrentVersion(ns string, desired *appsv1ac.DeploymentApplyConfiguration, applied **appsv1.Deployment) func() error {
+func applyOnCurrentVersion(ns string, want *appsv1ac.DeploymentApplyConfiguration, applied **appsv1.Deployment) func() error {
 	return func() error {
-		current, err := getDeployment(context.Background(), ns, *desired.Name)
+		current, err := getDeployment(context.Background(), ns, *want.Name)
 		if err != nil {
 			return err
 		}
 		*applied, err = cluster.Kube.AppsV1().Deployments(ns).Apply(context.Background(),
-			desired.WithResourceVersion(current.ResourceVersion),
+			want.WithResourceVersion(current.ResourceVersion),
 			metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 		return err
 	}

@@ -80,13 +80,13 @@ func faultFoos(t *testing.T) int {
 
 // useFaultCluster starts the fault scenarios' control plane and points the
 // package's helpers at it until the test ends (useOwnCluster).
-func useFaultCluster(t *testing.T, foos int) {
+func useFaultCluster(t *testing.T, count int) {
 	t.Helper()
 	useOwnCluster(t, faultClusterDir,
 		// Room for the pods of every scenario on the one fake node:
 		// namespaces are deleted at the end of each scenario, but not
 		// waited for.
-		framework.WithNodePods(8*foos+500),
+		framework.WithNodePods(8*count+500),
 		// A kube-apiserver started again over hundreds of objects, on a
 		// busy machine, can take tens of seconds to pass /readyz
 		// (docs/failure-modes.md, kube-apiserver down).
@@ -179,10 +179,10 @@ func (r *faultRun) createFoos(t *testing.T, from, to int) {
 // error and returns it with the number of Foos created.
 func (r *faultRun) createFoosUntilError(from, to int) (int, error) {
 	var created atomic.Int64
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
 	err := framework.Parallel(to-from, creators, func(i int) error {
 		name := fooIndexName(from + i)
-		if _, err := foos.Create(context.Background(), newFoo(r.ns, name, name, int32p(1)), metav1.CreateOptions{}); err != nil {
+		if _, err := fooClient.Create(context.Background(), newFoo(r.ns, name, name, int32p(1)), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating Foo %s/%s: %w", r.ns, name, err)
 		}
 		created.Add(1)
@@ -235,7 +235,7 @@ func (c convergence) String() string {
 // observe lists the namespace's Foos and Deployments (a quorum read) and
 // compares them.
 func (r *faultRun) observe(ctx context.Context) (convergence, error) {
-	foos, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns).List(ctx, metav1.ListOptions{})
+	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return convergence{}, err
 	}
@@ -243,7 +243,7 @@ func (r *faultRun) observe(ctx context.Context) (convergence, error) {
 	if err != nil {
 		return convergence{}, err
 	}
-	return compare(foos.Items, deployments.Items), nil
+	return compare(listed.Items, deployments.Items), nil
 }
 
 // compare checks the Deployments against the Foos.

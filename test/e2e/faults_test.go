@@ -542,12 +542,12 @@ func testNamespaceDeleted(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foos, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(metav1.NamespaceAll).List(ctx, inNamespace)
+	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(metav1.NamespaceAll).List(ctx, inNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(deployments.Items) != 0 || len(foos.Items) != 0 {
-		t.Errorf("left behind in the deleted namespace %s: %d Deployments, %d Foos", r.ns, len(deployments.Items), len(foos.Items))
+	if len(deployments.Items) != 0 || len(listed.Items) != 0 {
+		t.Errorf("left behind in the deleted namespace %s: %d Deployments, %d Foos", r.ns, len(deployments.Items), len(listed.Items))
 	}
 
 	// And the controller is quiet: no more failing syncs, no more creates.

@@ -75,9 +75,9 @@ func createFoos(t *testing.T, ns, prefix string, n int) []string {
 	for i := range n {
 		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
 	}
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
 	err := framework.Parallel(n, 8, func(i int) error {
-		_, err := foos.Create(context.Background(), newFoo(ns, names[i], names[i], nil), metav1.CreateOptions{})
+		_, err := fooClient.Create(context.Background(), newFoo(ns, names[i], names[i], nil), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -98,15 +98,15 @@ func getFoo(t *testing.T, ns, name string) *samplev1alpha1.Foo {
 // updateFoo changes a Foo with mutate, retrying on conflicts.
 func updateFoo(t *testing.T, ns, name string, mutate func(*samplev1alpha1.Foo)) *samplev1alpha1.Foo {
 	t.Helper()
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
 	var updated *samplev1alpha1.Foo
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		foo, err := foos.Get(context.Background(), name, metav1.GetOptions{})
+		foo, err := fooClient.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		mutate(foo)
-		updated, err = foos.Update(context.Background(), foo, metav1.UpdateOptions{})
+		updated, err = fooClient.Update(context.Background(), foo, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {

@@ -158,12 +158,12 @@ func waitStatusWrite(t *testing.T, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
-	list, err := foos.List(ctx, metav1.ListOptions{Limit: 1})
+	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	list, err := fooClient.List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := foos.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := fooClient.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -350,7 +350,8 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 	var out []string
 	for i := range events {
 		e := &events[i]
-		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource || e.ObjectRef.Subresource != "" ||
+		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
+			e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") {
 			continue
 		}
