@@ -155,13 +155,18 @@ func startsBlock(s string) bool {
 
 // wrapMarkdown breaks the prose lines of a Markdown text that are longer
 // than maxLineLength between words, as the template's docs are wrapped
-// (test/docs holds them to it): longer names make longer lines. A
-// continuation line is indented as a list item's text is; code blocks,
-// table rows, headings and a line without a space to break at stay.
+// (test/docs holds them to it): longer names make longer lines. The words a
+// break moves go to the front of the next line when it goes on the same
+// paragraph, so a paragraph is reflowed rather than left with a short line
+// after each long one. A continuation line is indented as a list item's
+// text is; code blocks, table rows, headings and a line without a space to
+// break at stay.
 func wrapMarkdown(text string) string {
 	var out []string
 	fenced := false
-	for _, line := range strings.Split(text, "\n") {
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
 		if strings.HasPrefix(line, "```") {
 			fenced = !fenced
 		}
@@ -182,10 +187,25 @@ func wrapMarkdown(text string) string {
 			}
 			out = append(out, strings.TrimRight(line[:cut], " "))
 			line = indent + strings.TrimLeft(line[cut:], " ")
+			if i+1 < len(lines) && continuesParagraph(lines[i+1]) {
+				// The moved words lead the next line of the paragraph.
+				lines[i+1] = line + " " + strings.TrimLeft(lines[i+1], " ")
+				line = ""
+				break
+			}
 		}
-		out = append(out, line)
+		if line != "" || trimmed == "" {
+			out = append(out, line)
+		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// continuesParagraph reports whether line goes on the paragraph of the line
+// before it: it has text, and starts no block of its own.
+func continuesParagraph(line string) bool {
+	trimmed := strings.TrimSpace(line)
+	return trimmed != "" && !startsBlock(trimmed) && !strings.HasPrefix(trimmed, "```")
 }
 
 // cutAt is where to break a long Markdown line: at the last space that

@@ -50,6 +50,7 @@ func TestLongMarkdownLinesAreBrokenBetweenWords(t *testing.T) {
 	src := "# " + words + "heading stays\n" +
 		words + "longer end\n" +
 		"- " + words + "item end\n" +
+		"\n" +
 		words + "- not a list\n" +
 		"| " + words + "a | table row |\n" +
 		"```sh\n" + words + "code stays\n```\n" +
@@ -57,10 +58,33 @@ func TestLongMarkdownLinesAreBrokenBetweenWords(t *testing.T) {
 	want := "# " + words + "heading stays\n" +
 		strings.TrimSuffix(words, " ") + "\nlonger end\n" +
 		"- " + strings.TrimSuffix(words, " ") + "\n  item end\n" +
+		"\n" +
 		words + "- not\na list\n" + // not "\n- not a list", a list item
 		"| " + words + "a | table row |\n" +
 		"```sh\n" + words + "code stays\n```\n" +
 		strings.Repeat("x", 130) + "\n"
+	if got := wrapMarkdown(src); got != want {
+		t.Errorf("wrapMarkdown:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The words a break moves lead the next line of the same paragraph, which
+// is wrapped again in turn: a paragraph is reflowed, not left with a short
+// line after each long one. A paragraph's last line keeps what it is given.
+func TestLongMarkdownLinesReflowTheirParagraph(t *testing.T) {
+	words := strings.Repeat("word ", 23) // 115 characters
+	src := words + "moved on\n" + // 123 characters
+		words + "again\n" +
+		"last line\n" +
+		"\n" +
+		"- " + words + "item\n" +
+		"  its next line\n"
+	want := words + "moved\n" +
+		"on " + strings.TrimSuffix(words, " ") + "\n" +
+		"again last line\n" +
+		"\n" +
+		"- " + strings.TrimSuffix(words, " ") + "\n" +
+		"  item its next line\n"
 	if got := wrapMarkdown(src); got != want {
 		t.Errorf("wrapMarkdown:\n%s\nwant:\n%s", got, want)
 	}
