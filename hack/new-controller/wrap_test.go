@@ -73,7 +73,7 @@ func TestLongMarkdownLinesAreBrokenBetweenWords(t *testing.T) {
 // line after each long one. A paragraph's last line keeps what it is given.
 func TestLongMarkdownLinesReflowTheirParagraph(t *testing.T) {
 	words := strings.Repeat("word ", 23) // 115 characters
-	src := words + "moved on\n" + // 123 characters
+	src := words + "moved on\n" +        // 123 characters
 		words + "again\n" +
 		"last line\n" +
 		"\n" +
