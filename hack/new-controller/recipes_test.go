@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package main
 
 import (
@@ -73,11 +72,12 @@ func TestServiceRecipeIsFourFilesBesideTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shown []string
-	for _, m := range docStatLine.FindAllStringSubmatch(string(page), -1) {
+	lines := docStatLine.FindAllStringSubmatch(string(page), -1)
+	shown := make([]string, 0, len(lines))
+	for _, m := range lines {
 		shown = append(shown, m[1]+" "+m[2])
 	}
-	var stat []string
+	stat := make([]string, 0, len(files))
 	for _, f := range files {
 		stat = append(stat, fmt.Sprintf("%s %d", f, changed[f]))
 	}
