@@ -93,9 +93,8 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// For each kind a Foo owns, only the objects this controller manages,
-	// each cached as the few fields it reads, in an informer of its own
-	// (pkg/desired registers the kinds, pkg/owned caches them).
+	// An informer per kind a Foo owns (desired.Owned), of only the objects this
+	// controller manages, each cached as the few fields it reads (pkg/owned).
 	ownedInformers, err := desired.NewOwnedInformers(desired.Owned, kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -56,6 +57,9 @@ func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1alpha1.Foo
 		if d, ok := object.(*desired.CachedDeployment); ok {
 			deployment = d
 		}
+	}
+	if deployment == nil {
+		return nil, errors.New("the kinds a Foo owns have no Deployment, which its status reports")
 	}
 	return deployment, nil
 }
