@@ -74,6 +74,8 @@ type fixture struct {
 	untrimmedFoos bool
 	// fence is the controller's write fence (Config.Fence); nil for none.
 	fence writeFence
+	// owns are the kinds the controller owns; nil for ownsDeployments.
+	owns []owned.Owned[*samplev1alpha1.Foo]
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -96,7 +98,11 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, f.kubeclient, metav1.NamespaceAll, 0)
+	owns := f.owns
+	if owns == nil {
+		owns = ownsDeployments
+	}
+	ownedInformers, err := desired.NewOwnedInformers(owns, f.kubeclient, metav1.NamespaceAll, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
