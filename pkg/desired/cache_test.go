@@ -704,3 +704,16 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 		t.Errorf("the owner reference's %s %s is kept once per Deployment", ref.APIVersion, ref.Kind)
 	}
 }
+
+// An owned.Object is copied whole (DeepCopy copies its status by value): the
+// status of a kind the Foo owns holds values only, no pointer, slice or map
+// a copy would share.
+func TestDeploymentStatusHoldsValuesOnly(t *testing.T) {
+	st := reflect.TypeOf(DeploymentStatus{})
+	for i := range st.NumField() {
+		switch f := st.Field(i); f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
+			t.Errorf("DeploymentStatus.%s is a %s: a copy of a cached Deployment would share it", f.Name, f.Type.Kind())
+		}
+	}
+}

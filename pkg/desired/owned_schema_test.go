@@ -59,9 +59,13 @@ func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 
 func generatedDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()
-	t, err := owned.ParseType(ownedSchemaYAML, deploymentTypeName)
+	parser, err := ownedSchema()
 	if err != nil {
 		tb.Fatal(err)
+	}
+	t := parser.Type(deploymentTypeName)
+	if !t.IsValid() {
+		tb.Fatalf("the generated schema has no type %s", deploymentTypeName)
 	}
 	return t
 }

@@ -23,9 +23,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 )
 
 func TestReadyCondition(t *testing.T) {
@@ -59,6 +61,27 @@ func TestReadyCondition(t *testing.T) {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
 		})
+	}
+}
+
+// Statuses that differ in their conditions' transition times alone are equal
+// (a pruned status is recognized, pkg/prunedstatus); any other difference is
+// one.
+func TestEqualIgnoringTransitionTimes(t *testing.T) {
+	status := func(reason string, at time.Time) samplev1alpha1.FooStatus {
+		return samplev1alpha1.FooStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
+			Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue, Reason: reason,
+			LastTransitionTime: metav1.NewTime(at)}}}
+	}
+	first := status(samplecontroller.ReasonAvailable, time.Unix(100, 0))
+	if !EqualIgnoringTransitionTimes(first, status(samplecontroller.ReasonAvailable, time.Unix(200, 0))) {
+		t.Error("a new transition time makes the status a different one")
+	}
+	if EqualIgnoringTransitionTimes(first, status(samplecontroller.ReasonProgressing, time.Unix(100, 0))) {
+		t.Error("another reason counts as the same status")
+	}
+	if !first.Conditions[0].LastTransitionTime.Equal(ptr.To(metav1.NewTime(time.Unix(100, 0)))) {
+		t.Error("the comparison modified the status it was given")
 	}
 }
 

@@ -59,20 +59,6 @@ type Fields struct {
 	pattern [2]interface{}
 }
 
-// ParseType returns the type typeName of a server-side apply schema
-// (schemaYAML, as hack/owned-schema writes it).
-func ParseType(schemaYAML, typeName string) (typed.ParseableType, error) {
-	parser, err := typed.NewParser(typed.YAMLObject(schemaYAML))
-	if err != nil {
-		return typed.ParseableType{}, fmt.Errorf("no schema for %s: %w", typeName, err)
-	}
-	t := parser.Type(typeName)
-	if !t.IsValid() {
-		return typed.ParseableType{}, fmt.Errorf("no schema: no type %s", typeName)
-	}
-	return t, nil
-}
-
 // NewFields returns the fields of kind, whose schema type is t, that the two
 // probes set: the desired states (apply configurations) of two owners whose
 // specs have every field set, to different values (EveryFieldSet). With

@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -104,10 +105,11 @@ func served() *pod {
 
 func podFields(t *testing.T, probes [2]interface{}) *Fields {
 	t.Helper()
-	typ, err := ParseType(podSchema, "pod")
+	parser, err := typed.NewParser(typed.YAMLObject(podSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
+	typ := parser.Type("pod")
 	f, err := NewFields("Pod", typ, probes)
 	if err != nil {
 		t.Fatal(err)
