@@ -129,7 +129,7 @@ func TestSyncOnFooOutdatedAtTakeoverWritesNothingUntilTheCacheShowsTheCurrentFoo
 	f.foos = append(f.foos, cached)
 	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, current))
 	f.build()
-	f.controller.memory.outdated.ListedNewer(cached)
+	f.controller.memory.outdated.ListedNewer(cached, current)
 
 	_, ctx := ktesting.NewTestContext(t)
 	q := f.controller.workqueue
@@ -178,7 +178,7 @@ func TestFooOutdatedAtTakeoverIsQueuedFreshWhenTheCacheCatchesUp(t *testing.T) {
 	cached.ResourceVersion = "1"
 	f.foos = append(f.foos, cached)
 	f.build()
-	f.controller.memory.outdated.ListedNewer(cached)
+	f.controller.memory.outdated.ListedNewer(cached, cached)
 	statusWritten := cached.DeepCopy()
 	statusWritten.ResourceVersion = "2"
 	statusWritten.Status.AvailableReplicas = 1
@@ -249,7 +249,7 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			stored.ResourceVersion = "2"
 			c.memory.statusWrites.Wrote(foo, stored)
 			c.memory.deleted.Add(foo.UID)
-			c.memory.outdated.ListedNewer(foo)
+			c.memory.outdated.ListedNewer(foo, stored)
 			c.memory.prunedStatus.Remember(foo.UID, foo.Status)
 
 			c.onFooDelete(deleteEvent.obj(foo))

@@ -38,7 +38,8 @@ import (
 )
 
 // ReplacedVersions remember, per Foo, a resourceVersion its cache holds that
-// the API server has replaced, until the cache shows another one: the
+// the API server has replaced, until the cache shows another one (after a
+// takeover's list, one of the listed generation or a later one): the
 // expectations of kube-controller-manager's controllers, for one version.
 // The controller learns of it before its cache does in two ways: its own
 // status write (Wrote), and the list of the API server a new leader makes
@@ -72,6 +73,13 @@ type ReplacedVersions struct {
 type replacedVersion struct {
 	// resourceVersion is the version of the Foo the API server replaced.
 	resourceVersion string
+	// generation is the Foo's generation in the API server's list of a
+	// takeover (0 after a status write): a version of an older generation
+	// is behind too. The cache can move from the replaced version to one
+	// between it and the listed one, such as the old leader's status write
+	// made before its user's last change: moving on is not catching up.
+	// Generations, unlike resourceVersions, may be compared.
+	generation int64
 	// due is set once the Foo is due a sync when the cache moves on: a sync
 	// gave up on the replaced version, or the Foo changed while a standby's
 	// cache lagged, a change its user may be waiting for. The echo of a
@@ -99,26 +107,35 @@ func (r *ReplacedVersions) Wrote(cached, stored metav1.Object) {
 	if stored.GetResourceVersion() == cached.GetResourceVersion() {
 		return // nothing changed on the server: no watch event will come
 	}
-	r.remember(cached, false)
+	r.remember(cached, 0, false)
 }
 
 // ListedNewer records that the API server holds a newer version of its Foo
-// than cached.
-func (r *ReplacedVersions) ListedNewer(cached metav1.Object) {
-	r.remember(cached, true)
+// than cached: listed, as its list returned it. The cache is behind until it
+// shows another version of at least listed's generation.
+func (r *ReplacedVersions) ListedNewer(cached, listed metav1.Object) {
+	r.remember(cached, listed.GetGeneration(), true)
 }
 
-func (r *ReplacedVersions) remember(cached metav1.Object, due bool) {
+func (r *ReplacedVersions) remember(cached metav1.Object, generation int64, due bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byUID == nil {
 		r.byUID = map[types.UID]replacedVersion{}
 	}
-	r.byUID[cached.GetUID()] = replacedVersion{resourceVersion: cached.GetResourceVersion(), due: due}
+	r.byUID[cached.GetUID()] = replacedVersion{
+		resourceVersion: cached.GetResourceVersion(), generation: generation, due: due,
+	}
+}
+
+// caughtUp reports whether cached is past the replaced version: another
+// version, of the listed generation or a later one.
+func (v replacedVersion) caughtUp(cached metav1.Object) bool {
+	return v.resourceVersion != cached.GetResourceVersion() && cached.GetGeneration() >= v.generation
 }
 
 // CacheIsBehind reports whether cached is the version the API server
-// replaced; if so, the Foo is due a sync once the cache moves on, as the
+// replaced, or one older than its list (ListedNewer); if so, the Foo is due a sync once the cache moves on, as the
 // caller's sync gives up. Once the cache has moved on, the version is
 // dropped.
 func (r *ReplacedVersions) CacheIsBehind(cached metav1.Object) bool {
@@ -128,7 +145,7 @@ func (r *ReplacedVersions) CacheIsBehind(cached metav1.Object) bool {
 	if !ok {
 		return false
 	}
-	if replaced.resourceVersion != cached.GetResourceVersion() {
+	if replaced.caughtUp(cached) {
 		delete(r.byUID, cached.GetUID())
 		return false
 	}
@@ -144,7 +161,7 @@ func (r *ReplacedVersions) CacheCaughtUp(cached metav1.Object) (due bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	replaced, ok := r.byUID[cached.GetUID()]
-	if !ok || replaced.resourceVersion == cached.GetResourceVersion() {
+	if !ok || !replaced.caughtUp(cached) {
 		return false
 	}
 	delete(r.byUID, cached.GetUID())

@@ -34,7 +34,7 @@ func TestReplacedVersionIsBehindUntilTheCacheMovesOn(t *testing.T) {
 		dueWithoutSync bool
 	}{
 		{"by a status write", func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo) { r.Wrote(cached, newer) }, false},
-		{"by a takeover's list", func(r *ReplacedVersions, cached, _ *samplev1alpha1.Foo) { r.ListedNewer(cached) }, true},
+		{"by a takeover's list", func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo) { r.ListedNewer(cached, newer) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r ReplacedVersions
@@ -82,17 +82,54 @@ func TestReplacedVersionIsDroppedOnceSeenNewerOrForgotten(t *testing.T) {
 	var r ReplacedVersions
 	cached, newer := twoVersions()
 
-	r.ListedNewer(cached)
+	r.ListedNewer(cached, newer)
 	if r.CacheIsBehind(newer) {
 		t.Error("the newer version counts as behind")
 	}
 	if r.CacheIsBehind(cached) {
 		t.Error("the replaced version outlived a sync that saw the newer one")
 	}
-	r.ListedNewer(cached)
+	r.ListedNewer(cached, newer)
 	r.Forget(cached.UID)
 	if r.CacheIsBehind(cached) {
 		t.Error("a forgotten Foo is still remembered")
+	}
+}
+
+// The cache can move from the version a takeover's list replaced to one
+// between it and the listed one (here the old leader's status write, made
+// before its user scaled the Foo): that is not catching up, as its spec is
+// as old. The listed generation, or a later one, is.
+func TestListedNewerIsBehindUntilTheCacheShowsTheListedGeneration(t *testing.T) {
+	var r ReplacedVersions
+	cached := testfixtures.NewFoo("test", 1)
+	cached.ResourceVersion, cached.Generation = "1", 1
+	statusWritten := cached.DeepCopy()
+	statusWritten.ResourceVersion = "2"
+	listed := testfixtures.NewFoo("test", 3)
+	listed.ResourceVersion, listed.Generation = "3", 2
+	later := listed.DeepCopy()
+	later.ResourceVersion, later.Generation = "4", 3
+
+	r.ListedNewer(cached, listed)
+	if r.CacheCaughtUp(statusWritten) {
+		t.Error("a version between the replaced and the listed one counts as caught up")
+	}
+	if !r.CacheIsBehind(statusWritten) {
+		t.Error("a version of the replaced generation is not behind")
+	}
+	if !r.CacheCaughtUp(listed) {
+		t.Error("the listed version, a sync having given up: not due")
+	}
+	if r.CacheIsBehind(listed) || r.CacheIsBehind(statusWritten) {
+		t.Error("the replaced version outlived the cache catching up")
+	}
+
+	// A relist can skip past the listed version: a later generation is
+	// caught up too.
+	r.ListedNewer(cached, listed)
+	if r.CacheIsBehind(later) {
+		t.Error("a version later than the listed one counts as behind")
 	}
 }
 

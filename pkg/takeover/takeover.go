@@ -58,13 +58,15 @@ func RememberFoosChangedWhileStandby(
 	deleted *expectations.DeletedFoos, outdated *expectations.ReplacedVersions,
 ) error {
 	before := cached.List()
-	listed := map[types.UID]string{} // resourceVersion by UID
+	// What the API server's list holds of each Foo, by UID: its version and
+	// generation, not the Foo, so that its pages are collected as they go.
+	listed := map[types.UID]*metav1.ObjectMeta{}
 	err := pager.New(list).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		foo, err := meta.Accessor(obj)
 		if err != nil {
 			return err
 		}
-		listed[foo.GetUID()] = foo.GetResourceVersion()
+		listed[foo.GetUID()] = &metav1.ObjectMeta{ResourceVersion: foo.GetResourceVersion(), Generation: foo.GetGeneration()}
 		return nil
 	})
 	if err != nil {
@@ -76,15 +78,15 @@ func RememberFoosChangedWhileStandby(
 		if err != nil {
 			return err
 		}
-		version, present := listed[foo.GetUID()]
+		current, present := listed[foo.GetUID()]
 		switch {
 		case !present:
 			logger.V(2).Info("Foo deleted while this replica stood by, not syncing it", "foo", klog.KObj(foo))
 			deleted.Add(foo.GetUID())
-		case version != foo.GetResourceVersion():
+		case current.GetResourceVersion() != foo.GetResourceVersion():
 			logger.V(2).Info("Foo changed while this replica stood by, syncing it once the cache shows it",
-				"foo", klog.KObj(foo), "cached", foo.GetResourceVersion(), "current", version)
-			outdated.ListedNewer(foo)
+				"foo", klog.KObj(foo), "cached", foo.GetResourceVersion(), "current", current.GetResourceVersion())
+			outdated.ListedNewer(foo, current)
 		}
 	}
 	return nil

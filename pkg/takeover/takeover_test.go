@@ -53,6 +53,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	scaledOnServer := scaled.DeepCopy()
 	scaledOnServer.Spec.Replicas = ptr.To[int32](3)
 	scaledOnServer.ResourceVersion = "20"
+	scaledOnServer.Generation = scaled.Generation + 1 // a change of spec
 	arriving := testfixtures.NewFoo("arriving", 1) // created after the list's snapshot
 	arriving.ResourceVersion = "30"
 	client := fake.NewSimpleClientset(kept.DeepCopy(), scaledOnServer)
