@@ -54,7 +54,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	scaledOnServer.Spec.Replicas = ptr.To[int32](3)
 	scaledOnServer.ResourceVersion = "20"
 	scaledOnServer.Generation = scaled.Generation + 1 // a change of spec
-	arriving := testfixtures.NewFoo("arriving", 1) // created after the list's snapshot
+	arriving := testfixtures.NewFoo("arriving", 1)    // created after the list's snapshot
 	arriving.ResourceVersion = "30"
 	client := fake.NewSimpleClientset(kept.DeepCopy(), scaledOnServer)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
