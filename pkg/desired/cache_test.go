@@ -588,7 +588,7 @@ func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 // Client-go may pass an object through the transform twice (a watch-list's
 // initial sync does): a CachedDeployment passes through as it is, the very
 // same object, and a trimmed Foo trims to itself.
-func TestTrimForCacheIsIdempotent(t *testing.T) {
+func TestTransformsAreIdempotent(t *testing.T) {
 	foo := completeFoo(t)
 	withoutOwner := completeDeployment(t, foo)
 	withoutOwner.OwnerReferences = nil
@@ -628,7 +628,7 @@ func TestTrimForCacheIsIdempotent(t *testing.T) {
 // The transform trims a Foo it is given rather than return a copy: the
 // watch-list initial sync transforms every object twice while the first
 // results are still held, and copies would double the memory at that moment.
-func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
+func TestFooTransformTrimsInPlace(t *testing.T) {
 	foo := completeFoo(t)
 	out, err := transform(foo)
 	if err != nil {
@@ -645,7 +645,7 @@ func TestTrimForCacheTrimsFoosInPlace(t *testing.T) {
 // Anything but a Deployment or a Foo passes through unchanged, a
 // CachedDeployment and tombstones included: their object was trimmed when
 // it entered the cache.
-func TestTrimForCachePassesOtherObjectsThrough(t *testing.T) {
+func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
 	cached := Deployments.Cache(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
