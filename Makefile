@@ -238,18 +238,22 @@ undeploy:
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k artifacts/deploy
 
 # new-controller:template-only:begin (hack/new-controller leaves this out of the copies it makes)
-## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, the README walkthrough on a local control plane; then apply the Service recipe (SERVICE_RECIPE) to it and prove that: lint (vet included), unit tests, the Service's end-to-end test.
+## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, the README walkthrough on a local control plane; then apply the recipes (RECIPES) to it and prove them: lint (vet included), unit tests, each recipe's end-to-end test.
 # The plural is irregular (policies) on purpose. The copy's _output/bin is
 # this one's, so the linter and control plane are built once. The copy's
 # govulncheck is left out: its module graph is this one's, which make verify
-# checks. The recipe is the change docs/make-it-yours.md walks a fork
-# through, owning a Service beside the Deployment, as a patch of the copy;
-# one that no longer applies, or no longer works, fails here. Lint and unit
-# tests run once, on the copy with the recipe: it only adds to the copy. The
-# copy's unit tests run as make unit's do, without the race detector (make
-# race). Each phase prints its seconds.
+# checks. The recipes are the changes the docs walk a fork through, each a
+# patch of the copy: owning a Service beside the Deployment
+# (docs/make-it-yours.md) and adding a field the controller sets on the
+# Deployment (docs/controller-client-go.md); one that no longer applies, or
+# no longer works, fails here. Lint and unit tests run once, on the copy with
+# the recipes: they only add to the copy. The copy's unit tests run as make
+# unit's do, without the race detector (make race). Each phase prints its
+# seconds.
 NEW_CONTROLLER_DIR := _output/new-controller/policy-operator
-SERVICE_RECIPE := hack/new-controller/recipes/own-a-service.patch
+RECIPES := hack/new-controller/recipes/own-a-service.patch hack/new-controller/recipes/add-a-field.patch
+# The recipes' end-to-end tests, in the copy's test/e2e.
+RECIPE_TESTS := TestPolicyOwnsItsService|TestPolicyContainerPortReachesItsDeployment
 # What make test runs of this block; a copy has neither.
 TEMPLATE_CHECKS := new-controller-check
 .PHONY: new-controller-check
@@ -261,12 +265,12 @@ new-controller-check: tools $(GOLANGCI_LINT)
 	mkdir -p $(NEW_CONTROLLER_DIR)/_output; ln -s $(CURDIR)/_output/bin $(NEW_CONTROLLER_DIR)/_output/bin; \
 	(cd $(NEW_CONTROLLER_DIR) && phase hack/verify-codegen.sh && \
 	  phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/); \
-	phase git apply --directory=$(NEW_CONTROLLER_DIR) $(SERVICE_RECIPE); \
+	for recipe in $(RECIPES); do phase git apply --directory=$(NEW_CONTROLLER_DIR) $$recipe; done; \
 	cd $(NEW_CONTROLLER_DIR); \
 	phase hack/update-codegen.sh; \
 	phase _output/bin/golangci-lint run ./...; \
 	phase $(GO_TEST) ./...; \
-	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestPolicyOwnsItsService$$' ./test/e2e/
+	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^($(RECIPE_TESTS))$$' ./test/e2e/
 # new-controller:template-only:end
 
 ## clean: remove all build output (_output), kwokctl clusters included: delete running ones first (README, Cleanup).

@@ -139,7 +139,7 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 			obj, err = foocache.Transform(o)
 		}
 	case *appsv1.Deployment:
-		obj, err = desired.Deployments.Transform(o)
+		obj, err = desired.Deployments.TransformFor(samplecontroller.ControllerName)(o)
 	}
 	if err != nil {
 		f.t.Fatal(err)

@@ -65,7 +65,8 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		}
 		encoded[i] = data
 	}
-	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind), Deployments.Transform)
+	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind),
+		Deployments.TransformFor(samplecontroller.ControllerName))
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {

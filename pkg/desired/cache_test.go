@@ -493,8 +493,8 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"Deployments.Cache":     func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
-		"Deployments.Transform": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"Deployments.Cache":        func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
+		"Deployments.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))

@@ -127,5 +127,5 @@ func transform(obj interface{}) (interface{}, error) {
 	if _, ok := obj.(*samplev1alpha1.Foo); ok {
 		return foocache.Transform(obj)
 	}
-	return Deployments.Transform(obj)
+	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)
 }

@@ -65,7 +65,8 @@ func NewOwnedInformers(
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
 	informers := make([]OwnedInformer, 0, len(kinds))
 	for _, kind := range kinds {
-		informer, err := kind.NewInformer(clientset, namespace, managedBy, samplecontroller.FooGroupKind, resyncPeriod)
+		informer, err := kind.NewInformer(clientset, namespace, managedBy, samplecontroller.ControllerName,
+			samplecontroller.FooGroupKind, resyncPeriod)
 		if err != nil {
 			return nil, fmt.Errorf("the %s informer: %w", kind.Kind(), err)
 		}

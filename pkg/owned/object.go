@@ -93,6 +93,14 @@ type Object[S any] struct {
 	// values only (no pointer, slice or map): a copy of an Object is a deep
 	// copy.
 	Status S
+
+	// UpdateOwned: the object's managedFields record fields under the
+	// controller's field manager as an update, not an apply, as a plain
+	// create records what it set (and an older release of the controller,
+	// or a hand-made object it adopted, may have left). A forced apply gives
+	// up only what its manager's apply owned: the repair hands the fields
+	// over first (Kind.handToApply).
+	UpdateOwned bool
 }
 
 // An Object is a runtime.Object, as client-go expects of what an informer
@@ -159,17 +167,33 @@ func (k *Kind[T, L, AC, S]) Cache(obj T) *Object[S] {
 	}
 }
 
-// Transform is the informer transform of the kind's informer: it turns a T
-// into its Object; anything else, an Object or a
-// cache.DeletedFinalStateUnknown tombstone (whose object was turned when it
-// entered the cache) among them, passes through unchanged.
-func (k *Kind[T, L, AC, S]) Transform(obj interface{}) (interface{}, error) {
-	if o, ok := obj.(T); ok {
-		if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
-			return k.Cache(o), nil
+// CacheFor is Cache for a controller whose field manager is manager: it
+// also records whether manager's fields are still an update's
+// (UpdateOwned).
+func (k *Kind[T, L, AC, S]) CacheFor(obj T, manager string) *Object[S] {
+	cached := k.Cache(obj)
+	for _, entry := range any(obj).(metav1.Object).GetManagedFields() {
+		if entry.Manager == manager && entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" {
+			cached.UpdateOwned = true
 		}
 	}
-	return obj, nil
+	return cached
+}
+
+// TransformFor is the transform of the kind's informer for a controller
+// whose field manager is manager: it turns a T into its Object (CacheFor);
+// anything else, an Object or a cache.DeletedFinalStateUnknown tombstone
+// (whose object was turned when it entered the cache) among them, passes
+// through unchanged.
+func (k *Kind[T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
+	return func(obj interface{}) (interface{}, error) {
+		if o, ok := obj.(T); ok {
+			if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
+				return k.CacheFor(o, manager), nil
+			}
+		}
+		return obj, nil
+	}
 }
 
 // Drift lists the fields the controller owns that differ in actual from

@@ -29,9 +29,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 )
 
@@ -49,6 +52,8 @@ type Client[T, L runtime.Object, AC any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Apply(ctx context.Context, obj AC, opts metav1.ApplyOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
@@ -112,9 +117,10 @@ type Owned[O Owner] interface {
 	Resource() schema.GroupResource
 	// NewInformer returns the controller's informer of the objects of the
 	// kind labelled managedBy in namespace ("" for all), whose cache holds
-	// each as its Object, indexed by the owner that controls it.
-	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, ownerKind schema.GroupKind,
-		resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
+	// each as its Object for the controller's fieldManager, indexed by the
+	// owner that controls it.
+	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, fieldManager string,
+		ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
 	// Reconcile makes the object owner asks for what it asks for, then
 	// deletes those it controls under another name, reading the informer's
 	// cache, indexer. It returns the object as the controller last saw it.
@@ -140,9 +146,9 @@ func (o *owns[O, T, L, AC, S]) Kind() string { return o.kind.Name }
 func (o *owns[O, T, L, AC, S]) Resource() schema.GroupResource { return o.kind.Resource }
 
 func (o *owns[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set,
-	ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {
-	return NewInformer(o.kind, o.kind.Client(clientset, namespace), clientset, managedBy, o.kind.newObject(),
-		resyncPeriod, Indexers(ownerKind))
+	fieldManager string, ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {
+	return NewInformer(o.kind, o.kind.Client(clientset, namespace), clientset, managedBy, fieldManager,
+		o.kind.newObject(), resyncPeriod, Indexers(ownerKind))
 }
 
 func (o *owns[O, T, L, AC, S]) Reconcile(ctx context.Context, w *Writes, indexer cache.Indexer,
@@ -189,7 +195,7 @@ func (k *Kind[T, L, AC, S]) Ensure(ctx context.Context, w *Writes, indexer cache
 			return nil, w.Problems.Refused("create", k.Name, name, err)
 		}
 		if err = getErr; err == nil {
-			obj = k.Cache(served)
+			obj = k.CacheFor(served, w.FieldManager)
 		}
 	}
 	if err != nil {
@@ -213,10 +219,45 @@ func (k *Kind[T, L, AC, S]) create(ctx context.Context, w *Writes, client Client
 	if err != nil {
 		return nil, err
 	}
-	cached := k.Cache(created)
+	cached := k.CacheFor(created, w.FieldManager)
 	klog.FromContext(ctx).V(2).Info("Created "+k.Name, "object", klog.KObj(cached))
 	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", k.Name, cached.Name)
 	return cached, nil
+}
+
+// handToApply makes the fields obj records under the controller's field
+// manager as an update its apply's, and returns the object as it then is.
+// Server-side apply keeps a manager's updates apart from its applies: a
+// field the create set stays the update's, and an apply that no longer sets
+// it does not remove it (a port the desired state moved from 8080 to 9090
+// would be served twice, and refused). client-go's csaupgrade rewrites
+// managedFields so, as for a client moving from client-side to server-side
+// apply; the cache does not keep managedFields, so they are read from the
+// API server first. Once per object, at its first repair: a create is not
+// followed by a write that nothing may need.
+func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writes, client Client[T, L, AC],
+	obj *Object[S]) (*Object[S], error) {
+	served, err := client.Get(ctx, obj.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if version := any(served).(metav1.Object).GetResourceVersion(); version != obj.ResourceVersion {
+		// Changed since the cache saw it: the owner is synced again once the cache has the change.
+		return nil, apierrors.NewConflict(k.Resource, obj.Name,
+			fmt.Errorf("the cache holds version %s, the API server %s", obj.ResourceVersion, version))
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(served, sets.New(w.FieldManager), w.FieldManager)
+	if err != nil || patch == nil {
+		return obj, err // nil: handed over already
+	}
+	// The patch replaces managedFields and the resourceVersion read: conditional on the object read.
+	patched, err := client.Patch(ctx, obj.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(2).Info("Handed "+k.Name+"'s fields from the field manager's update to its apply",
+		"object", klog.KObj(obj))
+	return k.CacheFor(patched, w.FieldManager), nil
 }
 
 // repair applies the desired state where a field the controller owns drifted.
@@ -229,6 +270,11 @@ func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client
 	if len(drift) == 0 {
 		return obj, nil
 	}
+	if obj.UpdateOwned {
+		if obj, err = k.handToApply(ctx, w, client, obj); err != nil {
+			return nil, err
+		}
+	}
 	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: an
 	// object changed since the cache saw it is answered 409 and the owner synced again, not undone.
 	applied, err := client.Apply(ctx, desired.WithResourceVersion(obj.ResourceVersion),
@@ -239,7 +285,7 @@ func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client
 	if err != nil {
 		return nil, err
 	}
-	cached := k.Cache(applied)
+	cached := k.CacheFor(applied, w.FieldManager)
 	klog.FromContext(ctx).V(2).Info("Updated "+k.Name, "object", klog.KObj(cached), "fields", drift)
 	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Updated %s %s: %s",
 		k.Name, cached.Name, strings.Join(drift, ", "))

@@ -149,11 +149,18 @@ func newServiceFixture(t *testing.T, served ...*corev1.Service) *serviceFixture 
 // reconcile reconciles the Service "web" that w asks for.
 func (f *serviceFixture) reconcile(t *testing.T, w *metav1.PartialObjectMetadata) error {
 	t.Helper()
+	return f.reconcileAsking(t, w, func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
+		return desiredService(w, "web")
+	})
+}
+
+// reconcileAsking reconciles the Service that desired says w asks for.
+func (f *serviceFixture) reconcileAsking(t *testing.T, w *metav1.PartialObjectMetadata,
+	desired func(*metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration) error {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f.client.ClearActions()
-	_, err := owned.Own(services, func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
-		return desiredService(w, "web")
-	}).Reconcile(ctx, f.writes, f.indexer, w)
+	_, err := owned.Own(services, desired).Reconcile(ctx, f.writes, f.indexer, w)
 	return err
 }
 
@@ -229,6 +236,81 @@ func TestAnotherKindIsRepairedKeepingForeignFields(t *testing.T) {
 	if got.Labels["team"] != "payments" || got.Labels["app"] != "w" || got.Spec.Selector["app"] != "w" {
 		t.Errorf("after repair: labels %v, selector %v", got.Labels, got.Spec.Selector)
 	}
+}
+
+// A create records what it set as the controller's update, not its apply:
+// the first repair hands it over, conditional on the version the cache
+// holds, and the apply then gives up what the Widget stopped asking for.
+func TestAnotherKindCreatedGivesUpAValueTheOwnerStopsAskingFor(t *testing.T) {
+	f := newServiceFixture(t)
+	if err := f.reconcile(t, widget()); err != nil {
+		t.Fatal(err)
+	}
+	f.expect(t, []string{"create services web"}, "Normal Synced Created Service web")
+	created, err := f.client.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(created); got != "widget-controller Update" {
+		t.Errorf("created Service's managers %q, want the controller's update", got)
+	}
+	cached, err := services.TransformFor("widget-controller")(created) // as the informer would
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cached.(*owned.Object[struct{}]).UpdateOwned {
+		t.Error("the cached Service does not say its fields are the controller's update")
+	}
+	if err := f.indexer.Add(cached); err != nil {
+		t.Fatal(err)
+	}
+	// The Widget's Service now serves https on 443: the old port is no value it sets.
+	if err := f.reconcileAsking(t, widget(), func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
+		s := desiredService(w, "web")
+		s.Spec.Ports[0].WithTargetPort(intstr.FromInt32(8443)).WithName("https").WithPort(443)
+		return s
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.expect(t, []string{"patch services web application/json-patch+json", "patch services web application/apply-patch+yaml"},
+		`Normal Synced Updated Service web: .spec.ports[port=443,protocol="TCP"]`)
+	got, err := f.client.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Ports) != 1 || got.Spec.Ports[0].Name != "https" || got.Spec.Ports[0].Port != 443 {
+		t.Errorf("ports %+v, want https on 443 alone", got.Spec.Ports)
+	}
+	if m := managers(got); m != "widget-controller Apply" {
+		t.Errorf("repaired Service's managers %q, want the controller's apply alone", m)
+	}
+}
+
+// A Service changed since the cache saw it is not handed over: the Widget is
+// synced again once the cache shows the change.
+func TestAnotherKindChangedSinceCachedIsNotHandedOver(t *testing.T) {
+	s := servedService(t, widget(), "web")
+	s.Spec.Selector["app"] = "another"
+	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "widget-controller", Operation: "Update"}}
+	cached := services.CacheFor(s, "widget-controller")
+	s.ResourceVersion = "2"
+	f := newServiceFixture(t, s)
+	if err := f.indexer.Update(cached); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reconcile(t, widget()); !apierrors.IsConflict(err) {
+		t.Fatalf("reconcile error %v, want a conflict", err)
+	}
+	f.expect(t, nil)
+}
+
+// managers lists obj's managedFields entries, "manager operation".
+func managers(obj metav1.Object) string {
+	entries := make([]string, 0, len(obj.GetManagedFields()))
+	for _, m := range obj.GetManagedFields() {
+		entries = append(entries, m.Manager+" "+string(m.Operation))
+	}
+	return strings.Join(entries, "; ")
 }
 
 func TestAnotherKindNotOwnedIsNeverModified(t *testing.T) {
