@@ -60,7 +60,7 @@ import (
 // most after an outage, when the informers re-list and re-watch with
 // backoff. Taking over with it, a replica would bring Deployments back to
 // what their Foos asked for seconds ago, as the chaos test found under load
-// (docs/failure-modes.md, Chaos).
+// (docs/failure-modes.md, Post-mortems).
 //
 // Its zero value is ready to use.
 type ReplacedVersions struct {

@@ -38,7 +38,7 @@ import (
 // its renew deadline runs out, seconds later. Meanwhile a standby leads, and
 // both write. Before the fence, a paused leader wrote after the standby
 // took over, among them a Deployment with the replicas of a Foo the user had
-// changed since (docs/failure-modes.md, High availability).
+// changed since (docs/failure-modes.md, Post-mortems).
 //
 // A standby takes over a Lease one lease duration after it last saw it
 // renewed, by its own clock. It saw our renewal after we sent it, so as long

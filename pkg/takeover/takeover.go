@@ -23,7 +23,7 @@ limitations under the License.
 // synced cache. A standby's informers may lag by seconds when it takes over:
 // after an API server outage they re-list and re-watch with backoff, and
 // their caches still count as synced from their first list. Found by the
-// chaos test (docs/failure-modes.md, Chaos): a new leader created
+// chaos test (docs/failure-modes.md, Post-mortems): a new leader created
 // Deployments for Foos the user had already deleted, which the garbage
 // collector then deleted; and, under load, a new leader scaled a Deployment
 // back to what its Foo had asked for before.

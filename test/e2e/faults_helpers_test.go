@@ -89,7 +89,7 @@ func useFaultCluster(t *testing.T, count int) {
 		framework.WithNodePods(8*count+500),
 		// A kube-apiserver started again over hundreds of objects, on a
 		// busy machine, can take tens of seconds to pass /readyz
-		// (docs/failure-modes.md, kube-apiserver down).
+		// (docs/failure-modes.md, Measured results).
 		framework.WithTimeout(180*time.Second))
 }
 

@@ -84,8 +84,8 @@ func TestControllerSurvivesFaults(t *testing.T) {
 //
 // Riding through needs an outage shorter than the renew deadline. A
 // kube-apiserver started again needs some seconds of its own before it
-// serves, and many more under load (docs/failure-modes.md, kube-apiserver
-// down). With the default 10 s deadline the leader then exits, as the
+// serves, and many more under load (docs/failure-modes.md, Measured
+// results). With the default 10 s deadline the leader then exits, as the
 // paused API server scenario shows. This scenario gives the leader a 90 s
 // renew deadline (and a 100 s lease) and checks the outage was shorter.
 func testAPIServerKilled(t *testing.T, n int) {
@@ -120,7 +120,7 @@ func testAPIServerKilled(t *testing.T, n int) {
 // within its renew deadline, and after etcd is back the API server needs
 // seconds of its own to reconnect: with the default 10 s deadline, an etcd
 // outage shorter than that deadline was enough for the leader to exit on a
-// busy machine (docs/failure-modes.md, etcd down). So, as for the killed API server, the
+// busy machine (docs/failure-modes.md, Measured results). So, as for the killed API server, the
 // leader has a 90 s renew deadline, and the outage must be shorter.
 func testEtcdKilled(t *testing.T, n int) {
 	const renewDeadline = 90 * time.Second

@@ -78,8 +78,8 @@ func TestPausedLeaderWritesNothingAfterStandbyTakesOver(t *testing.T) {
 	run.leader = b
 	run.waitConverged(t, paused)
 	// The fault lasts at least the lease duration past the take-over, as
-	// in the run that found the bug (docs/failure-modes.md, High
-	// availability: the write fence).
+	// in the run that found the bug (docs/failure-modes.md, Post-mortems:
+	// a frozen leader wrote after a standby took over).
 	time.Sleep(time.Until(lease.Spec.AcquireTime.Add(chaosLeaseDuration / 2)))
 	if err := a.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
