@@ -45,15 +45,7 @@ func TestPlantedLeftoversAreFound(t *testing.T) {
 		"_output/bin/ignored":                   "sample-controller\n",
 		"artifacts/examples/kustomization.yaml": "- crd.yaml # foo.example.com/CamelCase is allowed in crd.yaml only\n",
 	}
-	for rel, text := range files {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, files)
 	found, err := findLeftovers(root)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +72,21 @@ func TestPlantedLeftoversAreFound(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("leftover %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// writeTree writes files, each a path relative to root (with slashes) and
+// its content, creating the directories they need.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for rel, text := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -289,15 +289,7 @@ func TestAMeasuredFigureOnAPageNotMarkedMeasuredIsReported(t *testing.T) {
 		"docs/performance.md":   "# Performance\n\nA cold start took 12.3 s.\n",
 		"docs/make-it-yours.md": "# Make it yours\n\nThe copy took 4.2 s.\n",
 	}
-	for rel, text := range files {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, files)
 	got, err := unmarkedMeasurements(root)
 	if err != nil {
 		t.Fatal(err)
