@@ -19,7 +19,7 @@ package framework
 // The kube-apiserver's audit log as evidence of who wrote what, and when:
 // an end state cannot show that a replica which no longer held the Lease
 // wrote for a moment (a paused leader woke and applied a stale
-// replica count that the next write undid 20 ms later). The audit log can.
+// replica count that the next write undid a moment later). The audit log can.
 //
 // The checks here read the JSON lines of the log (one audit.k8s.io/v1
 // Event per line) that AuditPolicy asks for, and tell which replica sent
