@@ -61,7 +61,7 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches as the informer transform keeps them
-	// (foocache.Transform, desired.Deployments.Transform); also on the fake API
+	// (foocache.Transform, desired.Deployments.TransformFor); also on the fake API
 	// servers, complete.
 	foos        []*samplev1alpha1.Foo
 	deployments []*appsv1.Deployment
