@@ -40,6 +40,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, sample API for learning"
 // +kubebuilder:resource:path=foos,singular=foo,scope=Namespaced,shortName=fo,categories=all
+// +kubebuilder:deprecatedversion:warning="samplecontroller.k8s.io/v1alpha1 Foo is deprecated; use samplecontroller.k8s.io/v1beta1 (spec.deploymentName is spec.deployment.name there)"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Deployment",type=string,JSONPath=`.spec.deploymentName`,description="Name of the Deployment the Foo asks for."
