@@ -36,7 +36,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
@@ -44,8 +44,8 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
-	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1alpha1"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
+	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions/samplecontroller/v1beta1"
+	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
@@ -90,10 +90,10 @@ type Controller struct {
 // synced at all, and a Foo whose status write the cache has not shown gets
 // its Deployment reconciled and no status written.
 type fooMemory struct {
-	statusWrites expectations.ReplacedVersions                 // by its status write, until the cache shows it
-	deleted      expectations.DeletedFoos                      // the API server said it is gone
-	outdated     expectations.ReplacedVersions                 // changed while this replica stood by (pkg/takeover)
-	prunedStatus prunedstatus.Memory[samplev1alpha1.FooStatus] // the status an outdated CRD pruned
+	statusWrites expectations.ReplacedVersions                // by its status write, until the cache shows it
+	deleted      expectations.DeletedFoos                     // the API server said it is gone
+	outdated     expectations.ReplacedVersions                // changed while this replica stood by (pkg/takeover)
+	prunedStatus prunedstatus.Memory[samplev1beta1.FooStatus] // the status an outdated CRD pruned
 }
 
 func (m *fooMemory) forget(uid types.UID) {
@@ -106,7 +106,7 @@ func (m *fooMemory) forget(uid types.UID) {
 // ownedCache is a kind a Foo owns and its informer's cache, which holds each
 // object as its owned.Object: read it through the kind (desired.Deployments.Get).
 type ownedCache struct {
-	owned.Owned[*samplev1alpha1.Foo]
+	owned.Owned[*samplev1beta1.Foo]
 	indexer cache.Indexer
 	synced  cache.InformerSynced
 }
@@ -201,7 +201,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		fooClient := c.sampleclientset.SamplecontrollerV1alpha1().Foos(c.namespace)
+		fooClient := c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace)
 		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return fooClient.List(ctx, opts)
 		}
@@ -366,7 +366,7 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 // new generation: the API server increments a custom resource's generation
 // when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
-	oldFoo, newFoo := oldObj.(*samplev1alpha1.Foo), newObj.(*samplev1alpha1.Foo)
+	oldFoo, newFoo := oldObj.(*samplev1beta1.Foo), newObj.(*samplev1beta1.Foo)
 	// Both are told: each drops the version the cache has moved past.
 	echoAwaited := c.memory.statusWrites.CacheCaughtUp(newFoo)
 	outdated := c.memory.outdated.CacheCaughtUp(newFoo)

@@ -40,7 +40,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
@@ -63,7 +63,7 @@ type fixture struct {
 	// Objects in the caches as the informer transform keeps them
 	// (foocache.Transform, desired.Deployments.TransformFor); also on the fake API
 	// servers, complete.
-	foos        []*samplev1alpha1.Foo
+	foos        []*samplev1beta1.Foo
 	deployments []*appsv1.Deployment
 	// Objects only on the fake API server, not in the cache: what the
 	// label-filtered Deployment informer does not see.
@@ -75,7 +75,7 @@ type fixture struct {
 	// fence is the controller's write fence (Config.Fence); nil for none.
 	fence writeFence
 	// owns are the kinds the controller owns; nil for ownsDeployments.
-	owns []owned.Owned[*samplev1alpha1.Foo]
+	owns []owned.Owned[*samplev1beta1.Foo]
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -106,7 +106,7 @@ func (f *fixture) newController(ctx context.Context) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := NewController(ctx, f.kubeclient, f.client, ownedInformers, i.Samplecontroller().V1alpha1().Foos(),
+	c, err := NewController(ctx, f.kubeclient, f.client, ownedInformers, i.Samplecontroller().V1beta1().Foos(),
 		Config{Fence: f.fence})
 	if err != nil {
 		f.t.Fatal(err)
@@ -134,7 +134,7 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 	f.t.Helper()
 	var err error
 	switch o := obj.(type) {
-	case *samplev1alpha1.Foo:
+	case *samplev1beta1.Foo:
 		if !f.untrimmedFoos {
 			obj, err = foocache.Transform(o)
 		}
@@ -155,7 +155,7 @@ func alwaysReady() bool { return true }
 // alone, whose writes they assert call by call. Every kind a Foo owns goes
 // through the same machinery (pkg/owned, its tests); a fork that registers
 // another in desired.Owned proves it in tests of its own.
-var ownsDeployments = []owned.Owned[*samplev1alpha1.Foo]{desired.OwnsDeployment}
+var ownsDeployments = []owned.Owned[*samplev1beta1.Foo]{desired.OwnsDeployment}
 
 // deploymentCache is the controller's Deployment cache.
 func deploymentCache(c *Controller) cache.Indexer {
@@ -175,7 +175,7 @@ func (f *fixture) build() {
 // answerStatusWritesAtVersion2 makes the fake API server answer each status
 // write with foo as stored at resourceVersion 2, passed through edit when not
 // nil: what the API server stored of the write.
-func (f *fixture) answerStatusWritesAtVersion2(foo *samplev1alpha1.Foo, edit func(stored *samplev1alpha1.Foo)) {
+func (f *fixture) answerStatusWritesAtVersion2(foo *samplev1beta1.Foo, edit func(stored *samplev1beta1.Foo)) {
 	f.build()
 	f.client.PrependReactor("patch", samplecontroller.FooResource, func(core.Action) (bool, runtime.Object, error) {
 		stored := foo.DeepCopy()
@@ -188,7 +188,7 @@ func (f *fixture) answerStatusWritesAtVersion2(foo *samplev1alpha1.Foo, edit fun
 }
 
 // sync runs one sync of the Foo and returns its error.
-func (f *fixture) sync(foo *samplev1alpha1.Foo) error {
+func (f *fixture) sync(foo *samplev1beta1.Foo) error {
 	f.t.Helper()
 	_, ctx := ktesting.NewTestContext(f.t)
 	f.build()
@@ -279,7 +279,7 @@ func (f *fixture) expectEvents(want ...string) {
 
 // writtenStatus returns the status the last Foo write set: the value of its
 // JSON patch replacing /status.
-func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
+func (f *fixture) writtenStatus() samplev1beta1.FooStatus {
 	f.t.Helper()
 	acts := writes(f.client.Actions())
 	if len(acts) == 0 {
@@ -302,14 +302,14 @@ func (f *fixture) writtenStatus() samplev1alpha1.FooStatus {
 	if len(ops) != 2 || ops[0].Op != "replace" || ops[0].Path != "/metadata/resourceVersion" || ops[1].Op != "add" || ops[1].Path != "/status" {
 		f.t.Fatalf("status patch %s, want a resourceVersion precondition and one add of /status", patch.GetPatch())
 	}
-	var status samplev1alpha1.FooStatus
+	var status samplev1beta1.FooStatus
 	if err := json.Unmarshal(ops[1].Value, &status); err != nil {
 		f.t.Fatal(err)
 	}
 	return status
 }
 
-func expectReady(t *testing.T, status samplev1alpha1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
+func expectReady(t *testing.T, status samplev1beta1.FooStatus, want metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
 	c := meta.FindStatusCondition(status.Conditions, samplecontroller.ConditionReady)
 	if c == nil {
@@ -517,7 +517,7 @@ func TestSecondFooForTheSameNameIsRefused(t *testing.T) {
 	f := newFixture(t)
 	first := testfixtures.NewFoo("first", 1)
 	second := testfixtures.NewFoo("second", 1)
-	second.Spec.DeploymentName = first.Spec.DeploymentName
+	second.Spec.Deployment.Name = first.Spec.Deployment.Name
 	d := testfixtures.OwnedDeployment(t, first)
 	f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, first, d), second)
 	f.deployments = append(f.deployments, d)
@@ -590,13 +590,13 @@ func TestFooDeletedDoesNothing(t *testing.T) {
 
 func TestInvalidSpec(t *testing.T) {
 	for name, tc := range map[string]struct {
-		mutate  func(*samplev1alpha1.Foo)
+		mutate  func(*samplev1beta1.Foo)
 		message string
 	}{
-		"empty deploymentName": {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "" }, "spec.deploymentName: Required value"},
-		"Bad_Name":             {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "Bad_Name" }, `spec.deploymentName: Invalid value: "Bad_Name"`},
-		"replicas 11":          {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](11) }, "spec.replicas: Invalid value: 11: must be between 1 and 10"},
-		"replicas 0":           {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: Invalid value: 0"},
+		"empty deployment name": {func(f *samplev1beta1.Foo) { f.Spec.Deployment.Name = "" }, "spec.deployment.name: Required value"},
+		"Bad_Name":              {func(f *samplev1beta1.Foo) { f.Spec.Deployment.Name = "Bad_Name" }, `spec.deployment.name: Invalid value: "Bad_Name"`},
+		"replicas 11":           {func(f *samplev1beta1.Foo) { f.Spec.Replicas = ptr.To[int32](11) }, "spec.replicas: Invalid value: 11: must be between 1 and 10"},
+		"replicas 0":            {func(f *samplev1beta1.Foo) { f.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: Invalid value: 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -621,7 +621,7 @@ func TestInvalidSpec(t *testing.T) {
 func TestInvalidSpecIsNotRequeued(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
-	foo.Spec.DeploymentName = ""
+	foo.Spec.Deployment.Name = ""
 	f.foos = append(f.foos, foo)
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
@@ -660,7 +660,7 @@ func TestRenameDeletesOldDeployment(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
 	old := testfixtures.OwnedDeployment(t, foo)
-	foo.Spec.DeploymentName = "renamed"
+	foo.Spec.Deployment.Name = "renamed"
 	foo.Generation = 2
 	f.foos = append(f.foos, foo)
 	f.deployments = append(f.deployments, old)
@@ -688,7 +688,7 @@ func TestRenameToTakenNameKeepsOldDeployment(t *testing.T) {
 	old := testfixtures.OwnedDeployment(t, foo)
 	taken := testfixtures.OwnedDeployment(t, foo)
 	taken.Name, taken.UID, taken.OwnerReferences = "taken", "uid-taken", nil
-	foo.Spec.DeploymentName = "taken"
+	foo.Spec.Deployment.Name = "taken"
 	f.foos = append(f.foos, foo)
 	f.deployments = append(f.deployments, old, taken)
 
@@ -710,7 +710,7 @@ func TestConflictIsRetried(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f.newController(ctx)
 	f.client.PrependReactor("patch", samplecontroller.FooResource, func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(samplev1alpha1.Resource(samplecontroller.FooResource), foo.Name, fmt.Errorf("the object has been modified"))
+		return true, nil, apierrors.NewConflict(samplev1beta1.Resource(samplecontroller.FooResource), foo.Name, fmt.Errorf("the object has been modified"))
 	})
 
 	before := reconcileCount(t, "conflict")
@@ -737,7 +737,7 @@ func reconcileCount(t *testing.T, result string) float64 {
 func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	waiting := testfixtures.NewFoo("waiting", 1)
-	waiting.Spec.DeploymentName = foo.Spec.DeploymentName
+	waiting.Spec.Deployment.Name = foo.Spec.Deployment.Name
 	other := testfixtures.NewFoo("other", 1)
 
 	// The handlers get Deployments as the cache keeps them.
@@ -793,7 +793,7 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewController(ctx, kubeclient, client, ownedInformers, i.Samplecontroller().V1alpha1().Foos(), config)
+	c, err := NewController(ctx, kubeclient, client, ownedInformers, i.Samplecontroller().V1beta1().Foos(), config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -817,7 +817,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 		t.Fatal("caches not synced")
 	}
 	foo := testfixtures.NewFoo("test", 2)
-	if _, err := client.SamplecontrollerV1alpha1().Foos(foo.Namespace).Create(ctx, foo, metav1.CreateOptions{}); err != nil {
+	if _, err := client.SamplecontrollerV1beta1().Foos(foo.Namespace).Create(ctx, foo, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitQueued := func(what string) {
@@ -834,7 +834,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 	if !c.processNextWorkItem(ctx) {
 		t.Fatal("queue shut down")
 	}
-	if _, err := kubeclient.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{}); err != nil {
+	if _, err := kubeclient.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.Deployment.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the sync created no Deployment: %v", err)
 	}
 	waitQueued("Deployment created")
@@ -856,12 +856,12 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	go func() { done <- c.Run(ctx, 2) }()
 
 	foo := testfixtures.NewFoo("test", 2)
-	if _, err := client.SamplecontrollerV1alpha1().Foos(foo.Namespace).Create(ctx, foo, metav1.CreateOptions{}); err != nil {
+	if _, err := client.SamplecontrollerV1beta1().Foos(foo.Namespace).Create(ctx, foo, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(wait30s)
 	for {
-		d, err := kubeclient.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.DeploymentName, metav1.GetOptions{})
+		d, err := kubeclient.AppsV1().Deployments(foo.Namespace).Get(ctx, foo.Spec.Deployment.Name, metav1.GetOptions{})
 		if err == nil && *d.Spec.Replicas == 2 {
 			break
 		}
@@ -872,7 +872,7 @@ func TestRunReconcilesThroughInformers(t *testing.T) {
 	}
 	// The Deployment cache holds what NewController's transform keeps.
 	for {
-		obj, exists, _ := deploymentCache(c).GetByKey(foo.Namespace + "/" + foo.Spec.DeploymentName)
+		obj, exists, _ := deploymentCache(c).GetByKey(foo.Namespace + "/" + foo.Spec.Deployment.Name)
 		if exists {
 			if _, ok := obj.(*desired.CachedDeployment); !ok {
 				t.Fatalf("the Deployment cache holds a %T, want a *desired.CachedDeployment", obj)

@@ -33,7 +33,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // A sync decides the same over trimmed Foos as over complete ones: the same
@@ -46,11 +46,11 @@ import (
 // something to drop.
 func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 	for name, tc := range map[string]struct {
-		setup      func(t *testing.T, f *fixture) *samplev1alpha1.Foo
+		setup      func(t *testing.T, f *fixture) *samplev1beta1.Foo
 		wantWrites []string
 	}{
 		"missing Deployment": {
-			setup: func(_ *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(_ *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				f.foos = append(f.foos, foo)
 				return foo
@@ -58,7 +58,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"create deployments test-deployment", "patch foos/status test application/json-patch+json"},
 		},
 		"in sync and Ready": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 2)
 				d := testfixtures.OwnedDeployment(t, foo)
 				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, foo, d))
@@ -68,7 +68,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: nil,
 		},
 		"Ready, status not yet written": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 2)
 				f.foos = append(f.foos, foo)
 				f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
@@ -77,7 +77,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch foos/status test application/json-patch+json"},
 		},
 		"not Ready: progress deadline exceeded": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 2)
 				d := testfixtures.OwnedDeployment(t, foo)
 				d.Status.AvailableReplicas = 1
@@ -90,7 +90,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch foos/status test application/json-patch+json"},
 		},
 		"not Ready: rollout not observed yet": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 2)
 				d := testfixtures.OwnedDeployment(t, foo)
 				d.Generation = 2
@@ -101,7 +101,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch foos/status test application/json-patch+json"},
 		},
 		"drifted replicas": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 3)
 				d := testfixtures.OwnedDeployment(t, testfixtures.NewFoo("test", 1))
 				f.foos = append(f.foos, foo)
@@ -111,7 +111,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch deployments test-deployment application/apply-patch+yaml", "patch foos/status test application/json-patch+json"},
 		},
 		"drifted image": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				d := testfixtures.OwnedDeployment(t, foo)
 				d.Spec.Template.Spec.Containers[0].Image = "busybox"
@@ -122,7 +122,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch deployments test-deployment application/apply-patch+yaml"},
 		},
 		"drifted labels": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				d := testfixtures.OwnedDeployment(t, foo)
 				delete(d.Spec.Template.Labels, samplecontroller.LabelController)
@@ -133,9 +133,9 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch deployments test-deployment application/apply-patch+yaml"},
 		},
 		"name taken by another Foo's Deployment": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				first, second := testfixtures.NewFoo("first", 1), testfixtures.NewFoo("second", 1)
-				second.Spec.DeploymentName = first.Spec.DeploymentName
+				second.Spec.Deployment.Name = first.Spec.Deployment.Name
 				d := testfixtures.OwnedDeployment(t, first)
 				f.foos = append(f.foos, testfixtures.WithSyncedStatus(t, first, d), second)
 				f.deployments = append(f.deployments, d)
@@ -144,7 +144,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch foos/status second application/json-patch+json"},
 		},
 		"name taken by a Deployment no Foo controls": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				d := testfixtures.OwnedDeployment(t, foo)
 				d.OwnerReferences = nil
@@ -155,10 +155,10 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"patch foos/status test application/json-patch+json"},
 		},
 		"renamed Foo with its stale Deployment": {
-			setup: func(t *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(t *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 1)
 				old := testfixtures.OwnedDeployment(t, foo)
-				foo.Spec.DeploymentName = "renamed"
+				foo.Spec.Deployment.Name = "renamed"
 				foo.Generation = 2
 				f.foos = append(f.foos, foo)
 				f.deployments = append(f.deployments, old)
@@ -167,7 +167,7 @@ func TestSyncDecidesTheSameOverTrimmedCache(t *testing.T) {
 			wantWrites: []string{"create deployments renamed", "delete deployments test-deployment", "patch foos/status test application/json-patch+json"},
 		},
 		"invalid spec": {
-			setup: func(_ *testing.T, f *fixture) *samplev1alpha1.Foo {
+			setup: func(_ *testing.T, f *fixture) *samplev1beta1.Foo {
 				foo := testfixtures.NewFoo("test", 11)
 				f.foos = append(f.foos, foo)
 				return foo
@@ -213,7 +213,7 @@ func (a syncOutcome) diff(b syncOutcome) string {
 
 // syncOutcomeOf sets up a fixture with served objects, caches them complete
 // or trimmed, syncs the Foo setup returns once and reports what it did.
-func syncOutcomeOf(t *testing.T, setup func(*testing.T, *fixture) *samplev1alpha1.Foo, untrimmedFoos bool) syncOutcome {
+func syncOutcomeOf(t *testing.T, setup func(*testing.T, *fixture) *samplev1beta1.Foo, untrimmedFoos bool) syncOutcome {
 	t.Helper()
 	f := newFixture(t)
 	f.untrimmedFoos = untrimmedFoos
@@ -297,12 +297,12 @@ func servedDeployment(d *appsv1.Deployment) {
 
 // servedFoo adds to foo what a cluster adds: managedFields, kubectl's
 // annotation, a label, a finalizer, a resourceVersion.
-func servedFoo(foo *samplev1alpha1.Foo) {
+func servedFoo(foo *samplev1beta1.Foo) {
 	foo.ResourceVersion = "42"
 	foo.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
 	foo.Labels = map[string]string{"team": "payments"}
 	foo.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Foo"}`}
 	foo.Finalizers = []string{"example.com/audit"}
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
-		APIVersion: "samplecontroller.k8s.io/v1alpha1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
+		APIVersion: "samplecontroller.k8s.io/v1beta1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 }

@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
@@ -38,23 +38,23 @@ import (
 func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 	for name, tc := range map[string]struct {
 		// edit makes the Foo and its cached Deployment (nil: none) the case.
-		edit func(foo *samplev1alpha1.Foo, d **appsv1.Deployment)
+		edit func(foo *samplev1beta1.Foo, d **appsv1.Deployment)
 		// gcDeleted: the sync follows the deletion of the Foo's Deployment,
 		// as its event handler queues it, rather than a direct sync.
 		gcDeleted bool
 	}{
 		"Deployment deleted by the garbage collector": {
-			func(_ *samplev1alpha1.Foo, d **appsv1.Deployment) { *d = nil }, true},
+			func(_ *samplev1beta1.Foo, d **appsv1.Deployment) { *d = nil }, true},
 		"Deployment gone": {
-			func(_ *samplev1alpha1.Foo, d **appsv1.Deployment) { *d = nil }, false},
-		"Deployment drifted": {func(_ *samplev1alpha1.Foo, d **appsv1.Deployment) {
+			func(_ *samplev1beta1.Foo, d **appsv1.Deployment) { *d = nil }, false},
+		"Deployment drifted": {func(_ *samplev1beta1.Foo, d **appsv1.Deployment) {
 			(*d).Spec.Replicas = ptr.To[int32](1)
 			(*d).Spec.Template.Spec.Containers[0].Image = "busybox"
 		}, false},
 		"Deployment under the old name": {
-			func(foo *samplev1alpha1.Foo, _ **appsv1.Deployment) { foo.Spec.DeploymentName = "renamed" }, false},
+			func(foo *samplev1beta1.Foo, _ **appsv1.Deployment) { foo.Spec.Deployment.Name = "renamed" }, false},
 		"status behind the Deployment": {
-			func(_ *samplev1alpha1.Foo, d **appsv1.Deployment) { (*d).Status.AvailableReplicas = 1 }, false},
+			func(_ *samplev1beta1.Foo, d **appsv1.Deployment) { (*d).Status.AvailableReplicas = 1 }, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := testfixtures.NewFoo("test", 2)

@@ -26,7 +26,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
@@ -232,10 +232,10 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 func TestDeletedFooIsForgottenWhole(t *testing.T) {
 	for _, deleteEvent := range []struct {
 		name string
-		obj  func(foo *samplev1alpha1.Foo) interface{}
+		obj  func(foo *samplev1beta1.Foo) interface{}
 	}{
-		{"the Foo", func(foo *samplev1alpha1.Foo) interface{} { return foo }},
-		{"a tombstone", func(foo *samplev1alpha1.Foo) interface{} {
+		{"the Foo", func(foo *samplev1beta1.Foo) interface{} { return foo }},
+		{"a tombstone", func(foo *samplev1beta1.Foo) interface{} {
 			return cache.DeletedFinalStateUnknown{Key: "default/test", Obj: foo}
 		}},
 	} {

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command sample-controller reconciles Foo custom resources
-// (samplecontroller.k8s.io/v1alpha1) with the Deployments they ask for.
+// (samplecontroller.k8s.io/v1beta1) with the Deployments they ask for.
 package main
 
 import (
@@ -107,7 +107,7 @@ func run(ctx context.Context, o *options.Options) error {
 		config.Fence = fence
 	}
 	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers,
-		sampleInformerFactory.Samplecontroller().V1alpha1().Foos(), config)
+		sampleInformerFactory.Samplecontroller().V1beta1().Foos(), config)
 	if err != nil {
 		return err
 	}

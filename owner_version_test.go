@@ -81,11 +81,11 @@ func TestOwnerReferenceOfAnotherFooIsNotTheFoos(t *testing.T) {
 			Name: "test", UID: "an-older-foo", Controller: ptr.To(true),
 		},
 		"same kind and UID, another group": {
-			APIVersion: "another.example.org/v1alpha1", Kind: samplecontroller.FooKind,
+			APIVersion: "another.example.org/v1beta1", Kind: samplecontroller.FooKind,
 			Name: "test", UID: testfixtures.NewFoo("test", 1).UID, Controller: ptr.To(true),
 		},
 		"same group and UID, another kind": {
-			APIVersion: samplecontroller.GroupName + "/v1alpha1", Kind: "Bar",
+			APIVersion: samplecontroller.GroupName + "/v1beta1", Kind: "Bar",
 			Name: "test", UID: testfixtures.NewFoo("test", 1).UID, Controller: ptr.To(true),
 		},
 	} {

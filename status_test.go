@@ -31,7 +31,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
@@ -53,19 +53,19 @@ func TestRefusedWriteIsReportedOnTheFoo(t *testing.T) {
 	policy := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "test-deployment", nil)
 	for name, tc := range map[string]struct {
 		verb   string
-		setup  func(f *fixture, foo *samplev1alpha1.Foo)
+		setup  func(f *fixture, foo *samplev1beta1.Foo)
 		err    error
 		reason string
 		write  string
 	}{
-		"create refused by a quota": {"create", func(*fixture, *samplev1alpha1.Foo) {}, quota,
+		"create refused by a quota": {"create", func(*fixture, *samplev1beta1.Foo) {}, quota,
 			samplecontroller.ReasonFailedCreate, "create deployments test-deployment"},
-		"repair refused by a policy": {"patch", func(f *fixture, foo *samplev1alpha1.Foo) {
+		"repair refused by a policy": {"patch", func(f *fixture, foo *samplev1beta1.Foo) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			d.Spec.Replicas = ptr.To[int32](5)
 			f.deployments = append(f.deployments, d)
 		}, policy, samplecontroller.ReasonFailedUpdate, "patch deployments test-deployment application/apply-patch+yaml"},
-		"stale delete forbidden": {"delete", func(f *fixture, foo *samplev1alpha1.Foo) {
+		"stale delete forbidden": {"delete", func(f *fixture, foo *samplev1beta1.Foo) {
 			stale := testfixtures.OwnedDeployment(t, foo)
 			stale.Name = "old-name"
 			f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo), stale)
@@ -183,8 +183,8 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 	f.deployments = append(f.deployments, d)
 	// An API server serving the classic CRD: status has availableReplicas
 	// only.
-	f.answerStatusWritesAtVersion2(foo, func(stored *samplev1alpha1.Foo) {
-		stored.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
+	f.answerStatusWritesAtVersion2(foo, func(stored *samplev1beta1.Foo) {
+		stored.Status = samplev1beta1.FooStatus{AvailableReplicas: 1}
 	})
 	f.discardEvents()
 
@@ -198,7 +198,7 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 	// the same status to write, pruned before: no write, no event.
 	pruned := foo.DeepCopy()
 	pruned.ResourceVersion = "2"
-	pruned.Status = samplev1alpha1.FooStatus{AvailableReplicas: 1}
+	pruned.Status = samplev1beta1.FooStatus{AvailableReplicas: 1}
 	if err := f.controller.foosIndexer.Update(pruned); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestOwningNoDeploymentIsAnError(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
 	f.foos = append(f.foos, foo)
-	f.owns = []owned.Owned[*samplev1alpha1.Foo]{}
+	f.owns = []owned.Owned[*samplev1beta1.Foo]{}
 	err := f.sync(foo)
 	if err == nil || err.Error() != "the kinds a Foo owns have no Deployment, which its status reports" {
 		t.Fatalf("sync error %v, want the one that says the Deployment is missing", err)

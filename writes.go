@@ -29,7 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -39,7 +39,7 @@ import (
 // reconcileOwned makes every object the Foo owns (desired.Owned, pkg/owned) what the Foo asks for, writing only
 // what the cache shows changed (with a Normal event); a write refused for a reason the user must address is a
 // desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
-func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1alpha1.Foo) (*desired.CachedDeployment, error) {
+func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
 	if errs := desired.ValidateSpec(&foo.Spec); len(errs) > 0 {
 		return nil, desired.InvalidSpecProblem(errs)
 	}
@@ -67,7 +67,7 @@ func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1alpha1.Foo
 // reportProblem records a problem the user has to resolve: Ready=False with its reason and message in
 // status, and a Warning event the first time this problem is seen, after a successful status write only
 // (a write refused 409 is retried on fresh data, which already shows the problem reported).
-func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo, problem *desired.Problem) error {
+func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, problem *desired.Problem) error {
 	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
@@ -84,8 +84,8 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1alpha1.Foo,
 
 // updateFooStatus writes status unless the Foo has it, and says whether it wrote. Conditional on the
 // Foo's resourceVersion (desired.StatusPatch), a stale status is refused 409, not written over a newer one.
-func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Foo,
-	status samplev1alpha1.FooStatus) (bool, error) {
+func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1beta1.Foo,
+	status samplev1beta1.FooStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(foo.Status, status) ||
 		c.memory.prunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
 		return false, nil
@@ -98,7 +98,7 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1alpha1.Fo
 	if err != nil {
 		return false, err
 	}
-	updated, err := c.sampleclientset.SamplecontrollerV1alpha1().Foos(foo.Namespace).Patch(ctx, foo.Name,
+	updated, err := c.sampleclientset.SamplecontrollerV1beta1().Foos(foo.Namespace).Patch(ctx, foo.Name,
 		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplecontroller.ControllerName}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")

@@ -36,23 +36,23 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // NewFoo returns a Foo as the API server would serve it: with a UID, a
 // generation and spec.replicas defaulted; it asks for "<name>-deployment".
-func NewFoo(name string, replicas int32) *samplev1alpha1.Foo {
-	return &samplev1alpha1.Foo{
-		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind},
+func NewFoo(name string, replicas int32) *samplev1beta1.Foo {
+	return &samplev1beta1.Foo{
+		TypeMeta: metav1.TypeMeta{APIVersion: samplev1beta1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
 			Namespace:  metav1.NamespaceDefault,
 			UID:        types.UID("uid-" + name),
 			Generation: 1,
 		},
-		Spec: samplev1alpha1.FooSpec{
-			DeploymentName: name + "-deployment",
-			Replicas:       ptr.To(replicas),
+		Spec: samplev1beta1.FooSpec{
+			Deployment: samplev1beta1.FooDeployment{Name: name + "-deployment"},
+			Replicas:   ptr.To(replicas),
 		},
 	}
 }
@@ -60,7 +60,7 @@ func NewFoo(name string, replicas int32) *samplev1alpha1.Foo {
 // podLabels are the labels of a Foo's pods, for names of up to 63
 // characters (longer ones are hashed: pkg/desired's tests cover those).
 // Each string is a copy of its own, as a decoder allocates them.
-func podLabels(t testing.TB, foo *samplev1alpha1.Foo) map[string]string {
+func podLabels(t testing.TB, foo *samplev1beta1.Foo) map[string]string {
 	t.Helper()
 	if len(foo.Name) > 63 {
 		t.Fatalf("Foo name %q: the fixtures take names of at most 63 characters", foo.Name)
@@ -74,7 +74,7 @@ func podLabels(t testing.TB, foo *samplev1alpha1.Foo) map[string]string {
 // OwnedDeployment is the Deployment the controller would create for foo
 // (resourceVersion 1, generation 1), rolled out with every replica
 // available, as the API server serves it: no string shared with foo.
-func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
+func OwnedDeployment(t testing.TB, foo *samplev1beta1.Foo) *appsv1.Deployment {
 	t.Helper()
 	if foo.Spec.Replicas == nil {
 		t.Fatal("the fixtures take Foos with spec.replicas set")
@@ -86,14 +86,14 @@ func OwnedDeployment(t testing.TB, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            strings.Clone(foo.Spec.DeploymentName),
+			Name:            strings.Clone(foo.Spec.Deployment.Name),
 			Namespace:       strings.Clone(foo.Namespace),
-			UID:             types.UID("uid-" + foo.Spec.DeploymentName),
+			UID:             types.UID("uid-" + foo.Spec.Deployment.Name),
 			ResourceVersion: "1",
 			Generation:      1,
 			Labels:          owned,
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind,
+				APIVersion: samplev1beta1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind,
 				Name: strings.Clone(foo.Name), UID: foo.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -117,14 +117,14 @@ var SyncedAt = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 // WithSyncedStatus gives foo the status the controller writes for
 // deployment, which must be rolled out with every replica available: Ready,
 // the replica counts, the pod selector, the Foo's generation.
-func WithSyncedStatus(t testing.TB, foo *samplev1alpha1.Foo, deployment *appsv1.Deployment) *samplev1alpha1.Foo {
+func WithSyncedStatus(t testing.TB, foo *samplev1beta1.Foo, deployment *appsv1.Deployment) *samplev1beta1.Foo {
 	t.Helper()
 	want, st := *foo.Spec.Replicas, deployment.Status
 	if st.ObservedGeneration < deployment.Generation ||
 		st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want {
 		t.Fatalf("WithSyncedStatus: Deployment %s is not rolled out: %+v", deployment.Name, st)
 	}
-	foo.Status = samplev1alpha1.FooStatus{
+	foo.Status = samplev1beta1.FooStatus{
 		ObservedGeneration: foo.Generation,
 		Replicas:           st.Replicas,
 		AvailableReplicas:  st.AvailableReplicas,

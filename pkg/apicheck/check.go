@@ -42,7 +42,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
@@ -61,7 +62,16 @@ type FooAPI struct {
 	Resources map[string]bool
 	// Schema is the Foo's OpenAPI v3 schema; nil when none is published.
 	Schema *Schema
+	// OlderVersions are the versions of the Foo API before this one that
+	// the cluster serves, found when it does not serve this one: a CRD of
+	// an earlier release.
+	OlderVersions []string
 }
+
+// olderVersions are the versions before the one this controller speaks,
+// newest first. An entry stays after the version is retired, so that a
+// cluster still on it gets the right answer.
+var olderVersions = []string{v1alpha1.SchemeGroupVersion.Version}
 
 // Schema is an OpenAPI v3 schema, as much of it as this project reads.
 type Schema struct {
@@ -86,6 +96,11 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 		return err
 	}
 	if !api.Resources[samplecontroller.FooResource] {
+		if len(api.OlderVersions) > 0 {
+			return fmt.Errorf("CustomResourceDefinition %s is outdated: it serves Foo %s, not %s, "+
+				"the version this controller reads and writes; update it with: %s", samplecontroller.FooCRDName,
+				strings.Join(api.OlderVersions, ", "), samplev1beta1.SchemeGroupVersion.Version, InstallHint)
+		}
 		return ErrFooAPIMissing
 	}
 	if missing := api.Missing(); len(missing) > 0 {
@@ -100,7 +115,7 @@ func Check(ctx context.Context, client discovery.DiscoveryInterface) error {
 // and every status field it writes in the schema, which the API server would
 // otherwise prune.
 func (api *FooAPI) Missing() []string {
-	version := samplev1alpha1.SchemeGroupVersion.Version
+	version := samplev1beta1.SchemeGroupVersion.Version
 	var missing []string
 	if !api.Resources[samplecontroller.FooResource+"/status"] {
 		missing = append(missing, "version "+version+" does not enable the status subresource")
@@ -135,10 +150,19 @@ func (api *FooAPI) Missing() []string {
 // Served reads the FooAPI the cluster serves: the group version's discovery
 // document, and its published OpenAPI v3 document.
 func Served(ctx context.Context, client discovery.DiscoveryInterface) (*FooAPI, error) {
-	gv := samplev1alpha1.SchemeGroupVersion
+	gv := samplev1beta1.SchemeGroupVersion
 	api := &FooAPI{Resources: map[string]bool{}}
 	resources, err := client.ServerResourcesForGroupVersion(gv.String())
 	if apierrors.IsNotFound(err) {
+		for _, version := range olderVersions {
+			_, err := client.ServerResourcesForGroupVersion(gv.Group + "/" + version)
+			switch {
+			case err == nil:
+				api.OlderVersions = append(api.OlderVersions, version)
+			case !apierrors.IsNotFound(err):
+				return nil, fmt.Errorf("discovering the Foo API: %w", err)
+			}
+		}
 		return api, nil
 	}
 	if err != nil {
@@ -177,7 +201,7 @@ func fooSchema(document []byte) (*Schema, error) {
 	if err := json.Unmarshal(document, &doc); err != nil {
 		return nil, err
 	}
-	gv := samplev1alpha1.SchemeGroupVersion
+	gv := samplev1beta1.SchemeGroupVersion
 	for _, raw := range doc.Components.Schemas {
 		var tagged struct {
 			GVKs []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
@@ -203,14 +227,31 @@ type CRD struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Spec struct {
+		Conversion struct {
+			Strategy string `json:"strategy"`
+			Webhook  *struct {
+				ClientConfig struct {
+					Service *struct {
+						Namespace string `json:"namespace"`
+						Name      string `json:"name"`
+						Path      string `json:"path"`
+						Port      int32  `json:"port"`
+					} `json:"service,omitempty"`
+				} `json:"clientConfig"`
+				ConversionReviewVersions []string `json:"conversionReviewVersions"`
+			} `json:"webhook,omitempty"`
+		} `json:"conversion"`
 		Versions []CRDVersion `json:"versions"`
 	} `json:"spec"`
 }
 
 // CRDVersion is one version of a CRD.
 type CRDVersion struct {
-	Name   string `json:"name"`
-	Schema struct {
+	Name       string `json:"name"`
+	Served     bool   `json:"served"`
+	Storage    bool   `json:"storage"`
+	Deprecated bool   `json:"deprecated,omitempty"`
+	Schema     struct {
 		OpenAPIV3Schema Schema `json:"openAPIV3Schema"`
 	} `json:"schema"`
 	Subresources struct {
@@ -243,11 +284,11 @@ func ReadCRD(path string) (*CRD, error) {
 // FooVersion returns the CRD's version of the Foo API this controller speaks.
 func (crd *CRD) FooVersion() (*CRDVersion, error) {
 	for i, v := range crd.Spec.Versions {
-		if v.Name == samplev1alpha1.SchemeGroupVersion.Version {
+		if v.Name == samplev1beta1.SchemeGroupVersion.Version {
 			return &crd.Spec.Versions[i], nil
 		}
 	}
-	return nil, errors.New("the CRD does not define version " + samplev1alpha1.SchemeGroupVersion.Version)
+	return nil, errors.New("the CRD does not define version " + samplev1beta1.SchemeGroupVersion.Version)
 }
 
 // FooAPI is what an API server serving the CRD would publish.

@@ -35,15 +35,15 @@ func TestOutdatedCRDIsRefusedWithWhatItLacks(t *testing.T) {
 	}{
 		"shipped": {func(*CRDVersion) {}, ""},
 		"no status subresource": {func(v *CRDVersion) { v.Subresources.Status = nil },
-			"version v1alpha1 does not enable the status subresource"},
+			"version v1beta1 does not enable the status subresource"},
 		"no scale subresource": {func(v *CRDVersion) { v.Subresources.Scale = nil },
-			"version v1alpha1 does not enable the scale subresource"},
+			"version v1beta1 does not enable the scale subresource"},
 		"the classic sample-controller's CRD": {func(v *CRDVersion) {
 			v.Subresources.Status, v.Subresources.Scale = nil, nil
 			status := v.Schema.OpenAPIV3Schema.Properties["status"]
 			status.Properties = map[string]Schema{"availableReplicas": status.Properties["availableReplicas"]}
 			v.Schema.OpenAPIV3Schema.Properties["status"] = status
-		}, "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource; " +
+		}, "version v1beta1 does not enable the status subresource; version v1beta1 does not enable the scale subresource; " +
 			"its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write"},
 		"status kept whole": {func(v *CRDVersion) {
 			v.Schema.OpenAPIV3Schema.Properties["status"] = Schema{Type: "object", PreserveUnknownFields: true}
@@ -73,7 +73,9 @@ func TestCRDOfAnotherVersionServesNoFoos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd.Spec.Versions[0].Name = "v1"
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Name = "v1"
+	}
 	if api := crd.FooAPI(); api.Resources[samplecontroller.FooResource] {
 		t.Errorf("resources %v, want no foos", api.Resources)
 	}
@@ -84,9 +86,9 @@ func TestCRDOfAnotherVersionServesNoFoos(t *testing.T) {
 func TestFooSchemaIsFoundByItsGroupVersionKind(t *testing.T) {
 	doc := `{"components":{"schemas":{
 		"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta":{"type":"object"},
-		"io.k8s.samplecontroller.v1alpha1.FooList":{"type":"object","x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"FooList","version":"v1alpha1"}]},
-		"io.k8s.samplecontroller.v1alpha1.Foo":{"type":"object","properties":{"status":{"type":"object","properties":{"replicas":{"type":"integer"}}}},
-			"x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"Foo","version":"v1alpha1"}]}}}}`
+		"io.k8s.samplecontroller.v1beta1.FooList":{"type":"object","x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"FooList","version":"v1beta1"}]},
+		"io.k8s.samplecontroller.v1beta1.Foo":{"type":"object","properties":{"status":{"type":"object","properties":{"replicas":{"type":"integer"}}}},
+			"x-kubernetes-group-version-kind":[{"group":"samplecontroller.k8s.io","kind":"Foo","version":"v1beta1"}]}}}}`
 	schema, err := fooSchema([]byte(doc))
 	if err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ func builtRateLimiters(t *testing.T, sample, kube *rest.Config) (foo, builtIn fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sampleClient.SamplecontrollerV1alpha1().RESTClient().GetRateLimiter(), kubeClient.AppsV1().RESTClient().GetRateLimiter()
+	return sampleClient.SamplecontrollerV1beta1().RESTClient().GetRateLimiter(), kubeClient.AppsV1().RESTClient().GetRateLimiter()
 }
 
 func TestClientConfigsSpeakProtobufToBuiltInTypes(t *testing.T) {

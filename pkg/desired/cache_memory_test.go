@@ -35,7 +35,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -70,7 +70,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {
-	codec := samplescheme.Codecs.LegacyCodec(samplev1alpha1.SchemeGroupVersion)
+	codec := samplescheme.Codecs.LegacyCodec(samplev1beta1.SchemeGroupVersion)
 	encoded := make([][]byte, cachedObjects)
 	for i := range encoded {
 		foo := servedFoo(b, i)
@@ -88,7 +88,7 @@ func BenchmarkCachedBytesPerFoo(b *testing.B) {
 // cache keeps them, then trimmed but keeping their labels, then keeping
 // their labels and annotations.
 func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
-	codec := samplescheme.Codecs.LegacyCodec(samplev1alpha1.SchemeGroupVersion)
+	codec := samplescheme.Codecs.LegacyCodec(samplev1beta1.SchemeGroupVersion)
 	encoded := make([][]byte, cachedObjects)
 	for i := range encoded {
 		data, err := runtime.Encode(codec, appliedLabelledFoo(b, i))
@@ -99,12 +99,12 @@ func BenchmarkCachedBytesPerLabelledFoo(b *testing.B) {
 	}
 	keeping := func(annotations bool) func(interface{}) (interface{}, error) {
 		return func(obj interface{}) (interface{}, error) {
-			foo := obj.(*samplev1alpha1.Foo)
+			foo := obj.(*samplev1beta1.Foo)
 			labels, notes := foo.Labels, foo.Annotations
 			trimmed, err := transform(foo)
-			trimmed.(*samplev1alpha1.Foo).Labels = labels
+			trimmed.(*samplev1beta1.Foo).Labels = labels
 			if annotations {
-				trimmed.(*samplev1alpha1.Foo).Annotations = notes
+				trimmed.(*samplev1beta1.Foo).Annotations = notes
 			}
 			return trimmed, err
 		}
@@ -212,7 +212,7 @@ func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 
 // servedFoo is the i-th Foo as the API server serves it once Ready:
 // created by a client, its status written by the controller.
-func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
+func servedFoo(tb testing.TB, i int) *samplev1beta1.Foo {
 	tb.Helper()
 	foo := testfixtures.NewFoo(fmt.Sprintf("foo-%05d", i), 1)
 	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
@@ -220,9 +220,9 @@ func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 	foo.ResourceVersion = fmt.Sprint(200000 + i)
 	foo.CreationTimestamp = created
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
-			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{".":{},"f:deploymentName":{},"f:replicas":{}}}`)},
-		{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1", Time: &created,
+		{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1beta1", Time: &created,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{".":{},"f:deployment":{"f:name":{}},"f:replicas":{}}}`)},
+		{Manager: samplecontroller.ControllerName, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1beta1", Time: &created,
 			Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{".":{},"f:availableReplicas":{},"f:conditions":{".":{},"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{}}}`)},
 	}
 	return testfixtures.WithSyncedStatus(tb, foo, servedDeployment(tb, i))
@@ -231,13 +231,13 @@ func servedFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
 // appliedLabelledFoo is servedFoo(i) created by "kubectl apply" of a
 // manifest with two labels: the labels, and the manifest in kubectl's
 // last-applied-configuration annotation.
-func appliedLabelledFoo(tb testing.TB, i int) *samplev1alpha1.Foo {
+func appliedLabelledFoo(tb testing.TB, i int) *samplev1beta1.Foo {
 	tb.Helper()
 	foo := servedFoo(tb, i)
 	foo.Labels = map[string]string{"app.kubernetes.io/name": "shop", "app.kubernetes.io/part-of": "checkout"}
 	foo.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": fmt.Sprintf(
-		`{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"annotations":{},`+
+		`{"apiVersion":"samplecontroller.k8s.io/v1beta1","kind":"Foo","metadata":{"annotations":{},`+
 			`"labels":{"app.kubernetes.io/name":"shop","app.kubernetes.io/part-of":"checkout"},"name":%q,"namespace":"default"},`+
-			`"spec":{"deploymentName":%q,"replicas":1}}`+"\n", foo.Name, foo.Spec.DeploymentName)}
+			`"spec":{"deployment":{"name":%q},"replicas":1}}`+"\n", foo.Name, foo.Spec.Deployment.Name)}
 	return foo
 }

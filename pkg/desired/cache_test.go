@@ -40,7 +40,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -51,7 +51,7 @@ import (
 // (annotations), the deployment controller (a revision, conditions), another
 // team (a label, a pod label, a sidecar, an owner, fields of the
 // controller's container it does not set), and the pod template's defaults.
-func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deployment {
+func completeDeployment(t *testing.T, foo *samplev1beta1.Foo) *appsv1.Deployment {
 	t.Helper()
 	d := testfixtures.OwnedDeployment(t, foo)
 	d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
@@ -107,7 +107,7 @@ func completeDeployment(t *testing.T, foo *samplev1alpha1.Foo) *appsv1.Deploymen
 // completeFoo is the Foo "test" with 3 replicas as the API server serves it
 // after kubectl apply and a sync: with annotations, managedFields and the
 // status the controller wrote.
-func completeFoo(t *testing.T) *samplev1alpha1.Foo {
+func completeFoo(t *testing.T) *samplev1beta1.Foo {
 	t.Helper()
 	foo := testfixtures.NewFoo("test", 3)
 	foo.ResourceVersion = "42"
@@ -115,12 +115,12 @@ func completeFoo(t *testing.T) *samplev1alpha1.Foo {
 	foo.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
 	foo.Labels = map[string]string{"team": "payments"}
 	foo.Annotations = map[string]string{
-		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"test"}}`,
+		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"samplecontroller.k8s.io/v1beta1","kind":"Foo","metadata":{"name":"test"}}`,
 	}
 	foo.Finalizers = []string{"example.com/audit"}
 	foo.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1alpha1",
-			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:deploymentName":{},"f:replicas":{}}}`)},
+		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "samplecontroller.k8s.io/v1beta1",
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:deployment":{"f:name":{}},"f:replicas":{}}}`)},
 	}
 	testfixtures.WithSyncedStatus(t, foo, completeDeployment(t, foo))
 	foo.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC))
@@ -131,7 +131,7 @@ func completeFoo(t *testing.T) *samplev1alpha1.Foo {
 // with foreground propagation: a deletion timestamp and grace period, the
 // garbage collector's finalizer after the others. (The API server also
 // increments the generation; the cases that compare statuses do it.)
-func beingDeleted(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
+func beingDeleted(foo *samplev1beta1.Foo) *samplev1beta1.Foo {
 	foo.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 6, 0, 0, time.UTC)))
 	foo.DeletionGracePeriodSeconds = ptr.To[int64](0)
 	foo.Finalizers = append(foo.Finalizers, metav1.FinalizerDeleteDependents)
@@ -155,13 +155,13 @@ func cachedDeployment(t *testing.T, d *appsv1.Deployment) *CachedDeployment {
 
 // trimmedFoo runs the informer transform on a copy of a Foo (it trims in
 // place).
-func trimmedFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
+func trimmedFoo(t *testing.T, foo *samplev1beta1.Foo) *samplev1beta1.Foo {
 	t.Helper()
 	out, err := transform(foo.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.(*samplev1alpha1.Foo)
+	return out.(*samplev1beta1.Foo)
 }
 
 // The drift check, on what the cache keeps of a Deployment as the cluster
@@ -287,7 +287,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 			if ready != want {
 				t.Errorf("Ready condition:\n%s", diff.Diff(want, ready))
 			}
-			wantStatus := samplev1alpha1.FooStatus{
+			wantStatus := samplev1beta1.FooStatus{
 				AvailableReplicas:  tc.available,
 				Replicas:           tc.replicas,
 				Selector:           "app=nginx,controller=test",
@@ -318,12 +318,12 @@ func TestCachedDeploymentKeepsItsController(t *testing.T) {
 		owner      string                  // named when the name is taken
 	}{
 		"controlled by the Foo, among other owners": {func(*appsv1.Deployment) {},
-			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo", Name: "test", UID: "uid-test", Controller: ptr.To(true)}},
+			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1beta1", Kind: "Foo", Name: "test", UID: "uid-test", Controller: ptr.To(true)}},
 			true, []string{"uid-test"}, `Foo "test"`},
 		"controlled by another Foo": {func(d *appsv1.Deployment) {
 			d.OwnerReferences[1].Name, d.OwnerReferences[1].UID = "other", "uid-other"
 		},
-			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1alpha1", Kind: "Foo", Name: "other", UID: "uid-other", Controller: ptr.To(true)}},
+			[]metav1.OwnerReference{{APIVersion: "samplecontroller.k8s.io/v1beta1", Kind: "Foo", Name: "other", UID: "uid-other", Controller: ptr.To(true)}},
 			false, []string{"uid-other"}, `Foo "other"`},
 		"controlled by a ReplicaSet": {func(d *appsv1.Deployment) {
 			d.OwnerReferences[1] = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "uid-x",
@@ -375,17 +375,17 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	// As NewController does: events name Foos by the kind the scheme knows.
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 	for name, tc := range map[string]struct {
-		mutate func(*samplev1alpha1.Foo)
+		mutate func(*samplev1beta1.Foo)
 		write  bool // whether the complete Foo's status needs a write
 	}{
-		"in sync":          {func(*samplev1alpha1.Foo) {}, false},
-		"replicas changed": {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](5); f.Generation++ }, true},
-		"replicas unset":   {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = nil }, true},
-		"invalid spec":     {func(f *samplev1alpha1.Foo) { f.Spec.Replicas = ptr.To[int32](11) }, true},
-		"renamed":          {func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "renamed" }, false},
-		"long name":        {func(f *samplev1alpha1.Foo) { f.Name = strings.Repeat("a", 100) }, true},
-		"no status yet":    {func(f *samplev1alpha1.Foo) { f.Status = samplev1alpha1.FooStatus{} }, true},
-		"being deleted":    {func(f *samplev1alpha1.Foo) { beingDeleted(f); f.Generation++ }, true},
+		"in sync":          {func(*samplev1beta1.Foo) {}, false},
+		"replicas changed": {func(f *samplev1beta1.Foo) { f.Spec.Replicas = ptr.To[int32](5); f.Generation++ }, true},
+		"replicas unset":   {func(f *samplev1beta1.Foo) { f.Spec.Replicas = nil }, true},
+		"invalid spec":     {func(f *samplev1beta1.Foo) { f.Spec.Replicas = ptr.To[int32](11) }, true},
+		"renamed":          {func(f *samplev1beta1.Foo) { f.Spec.Deployment.Name = "renamed" }, false},
+		"long name":        {func(f *samplev1beta1.Foo) { f.Name = strings.Repeat("a", 100) }, true},
+		"no status yet":    {func(f *samplev1beta1.Foo) { f.Status = samplev1beta1.FooStatus{} }, true},
+		"being deleted":    {func(f *samplev1beta1.Foo) { beingDeleted(f); f.Generation++ }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
@@ -450,7 +450,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 			ResourceVersion: "7",
 			Generation:      3,
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "samplecontroller.k8s.io/v1alpha1",
+				APIVersion: "samplecontroller.k8s.io/v1beta1",
 				Kind:       "Foo",
 				Name:       "test",
 				UID:        "uid-test",
@@ -554,7 +554,7 @@ func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
 // period; of a Foo being deleted, its deletion timestamp and finalizers.
 func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	foo := beingDeleted(completeFoo(t))
-	want := &samplev1alpha1.Foo{
+	want := &samplev1beta1.Foo{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              "test",
 			Namespace:         metav1.NamespaceDefault,
@@ -564,8 +564,8 @@ func TestTrimmedFooHoldsOnlyWhatTheControllerReads(t *testing.T) {
 			DeletionTimestamp: ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 6, 0, 0, time.UTC))),
 			Finalizers:        []string{"example.com/audit", metav1.FinalizerDeleteDependents},
 		},
-		Spec: samplev1alpha1.FooSpec{DeploymentName: "test-deployment", Replicas: ptr.To[int32](3)},
-		Status: samplev1alpha1.FooStatus{
+		Spec: samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: "test-deployment"}, Replicas: ptr.To[int32](3)},
+		Status: samplev1beta1.FooStatus{
 			AvailableReplicas:  3,
 			Replicas:           3,
 			Selector:           "app=nginx,controller=test",
@@ -611,7 +611,7 @@ func TestTransformsAreIdempotent(t *testing.T) {
 			}
 		})
 	}
-	for name, foo := range map[string]*samplev1alpha1.Foo{
+	for name, foo := range map[string]*samplev1beta1.Foo{
 		"Foo":               foo,
 		"Foo being deleted": beingDeleted(completeFoo(t)),
 		"empty Foo":         {},
@@ -657,7 +657,7 @@ func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 		"other type":           pod,
 		"nil Deployment":       (*appsv1.Deployment)(nil),
 		"nil CachedDeployment": (*CachedDeployment)(nil),
-		"nil Foo":              (*samplev1alpha1.Foo)(nil),
+		"nil Foo":              (*samplev1beta1.Foo)(nil),
 		"not an object":        "not an object",
 		"untyped nil":          nil,
 		"Deployment list":      list,

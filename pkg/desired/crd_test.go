@@ -33,7 +33,8 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
@@ -46,28 +47,61 @@ import (
 
 const crdPath = "../../artifacts/examples/crd.yaml"
 
-// generatedFooVersion reads the CRD and returns it with its one version,
-// v1alpha1.
+// generatedFooVersion reads the CRD and returns it with the version the
+// controller speaks, v1beta1.
 func generatedFooVersion(t *testing.T) (*apicheck.CRD, *apicheck.CRDVersion) {
 	t.Helper()
 	crd, err := apicheck.ReadCRD(crdPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(crd.Spec.Versions) != 1 {
-		t.Fatalf("%s: want exactly one version, got %d", crdPath, len(crd.Spec.Versions))
+	version, err := crd.FooVersion()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return crd, &crd.Spec.Versions[0]
+	return crd, version
 }
 
-// specField returns the schema of spec.<name>.
-func specField(t *testing.T, version *apicheck.CRDVersion, name string) apicheck.Schema {
+// specField returns the schema of spec.<path>, a dotted path.
+func specField(t *testing.T, version *apicheck.CRDVersion, path string) apicheck.Schema {
 	t.Helper()
-	field, ok := version.Schema.OpenAPIV3Schema.Properties["spec"].Properties[name]
+	field, ok := schemaFieldAt(version.Schema.OpenAPIV3Schema, ".spec."+path)
 	if !ok {
-		t.Fatalf("%s: no spec.%s in the schema", crdPath, name)
+		t.Fatalf("%s: no spec.%s in the schema", crdPath, path)
 	}
 	return field
+}
+
+// The CRD serves v1alpha1, deprecated, beside v1beta1, which etcd stores,
+// and converts between them with the controller's webhook, reached through
+// the Service artifacts/deploy defines.
+func TestCRDServesBothVersionsAndStoresV1beta1(t *testing.T) {
+	crd, err := apicheck.ReadCRD(crdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type version struct {
+		name                        string
+		served, storage, deprecated bool
+	}
+	var got []version
+	for _, v := range crd.Spec.Versions {
+		got = append(got, version{v.Name, v.Served, v.Storage, v.Deprecated})
+	}
+	want := []version{{"v1alpha1", true, false, true}, {"v1beta1", true, true, false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("versions %+v, want %+v", got, want)
+	}
+	crdConversion := crd.Spec.Conversion
+	if crdConversion.Strategy != "Webhook" || crdConversion.Webhook == nil || crdConversion.Webhook.ClientConfig.Service == nil {
+		t.Fatalf("conversion %+v, want a Webhook through a Service", crdConversion)
+	}
+	if got, want := crdConversion.Webhook.ConversionReviewVersions, []string{"v1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("conversionReviewVersions %v, want %v", got, want)
+	}
+	if got := crdConversion.Webhook.ClientConfig.Service.Path; got != conversion.Path {
+		t.Errorf("webhook path %q, want conversion.Path %q", got, conversion.Path)
+	}
 }
 
 // The controller looks the CRD up by name (and tells users to install it),
@@ -77,8 +111,8 @@ func TestCRDServesTheGoAPI(t *testing.T) {
 	if crd.Metadata.Name != samplecontroller.FooCRDName {
 		t.Errorf("CRD name %q, want samplecontroller.FooCRDName %q", crd.Metadata.Name, samplecontroller.FooCRDName)
 	}
-	if version.Name != samplev1alpha1.SchemeGroupVersion.Version {
-		t.Errorf("CRD version %q, want %q", version.Name, samplev1alpha1.SchemeGroupVersion.Version)
+	if version.Name != samplev1beta1.SchemeGroupVersion.Version {
+		t.Errorf("CRD version %q, want %q", version.Name, samplev1beta1.SchemeGroupVersion.Version)
 	}
 }
 
@@ -128,13 +162,13 @@ func TestExampleFooIsAValidFoo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var foo samplev1alpha1.Foo
+	var foo samplev1beta1.Foo
 	if err := yaml.UnmarshalStrict(data, &foo); err != nil {
 		t.Fatalf("%s: %v", examplePath, err)
 	}
-	if foo.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || foo.Kind != samplecontroller.FooKind {
+	if foo.APIVersion != samplev1beta1.SchemeGroupVersion.String() || foo.Kind != samplecontroller.FooKind {
 		t.Errorf("%s: apiVersion %q, kind %q; want %q, %q", examplePath, foo.APIVersion, foo.Kind,
-			samplev1alpha1.SchemeGroupVersion.String(), samplecontroller.FooKind)
+			samplev1beta1.SchemeGroupVersion.String(), samplecontroller.FooKind)
 	}
 	if problems := desired.ValidateSpec(&foo.Spec); len(problems) > 0 {
 		t.Errorf("%s: invalid spec: %v", examplePath, problems)
@@ -146,15 +180,15 @@ func TestExampleFooIsAValidFoo(t *testing.T) {
 func TestCRDReplicaBoundsAreTheGoConstants(t *testing.T) {
 	_, version := generatedFooVersion(t)
 	replicas := specField(t, version, "replicas")
-	if replicas.Minimum == nil || *replicas.Minimum != float64(samplev1alpha1.MinReplicas) {
-		t.Errorf("spec.replicas minimum %v, want MinReplicas %d", ptr.Deref(replicas.Minimum, -1), samplev1alpha1.MinReplicas)
+	if replicas.Minimum == nil || *replicas.Minimum != float64(samplev1beta1.MinReplicas) {
+		t.Errorf("spec.replicas minimum %v, want MinReplicas %d", ptr.Deref(replicas.Minimum, -1), samplev1beta1.MinReplicas)
 	}
-	if replicas.Maximum == nil || *replicas.Maximum != float64(samplev1alpha1.MaxReplicas) {
-		t.Errorf("spec.replicas maximum %v, want MaxReplicas %d", ptr.Deref(replicas.Maximum, -1), samplev1alpha1.MaxReplicas)
+	if replicas.Maximum == nil || *replicas.Maximum != float64(samplev1beta1.MaxReplicas) {
+		t.Errorf("spec.replicas maximum %v, want MaxReplicas %d", ptr.Deref(replicas.Maximum, -1), samplev1beta1.MaxReplicas)
 	}
 	// The API server's default and the controller's default for a CRD
 	// without one (desiredReplicas) must be the same number.
-	if got, want := string(replicas.Default), strconv.Itoa(int(desired.Replicas(&samplev1alpha1.FooSpec{}))); got != want {
+	if got, want := string(replicas.Default), strconv.Itoa(int(desired.Replicas(&samplev1beta1.FooSpec{}))); got != want {
 		t.Errorf("spec.replicas default %q, want %s as Replicas defaults it", got, want)
 	}
 }
@@ -164,9 +198,9 @@ func TestCRDReplicaBoundsAreTheGoConstants(t *testing.T) {
 // not refuse what admission lets through (nor the reverse).
 func TestCRDSchemaAcceptsWhatTheControllerAccepts(t *testing.T) {
 	_, version := generatedFooVersion(t)
-	name := specField(t, version, "deploymentName")
+	name := specField(t, version, "deployment.name")
 	if name.MinLength == nil || name.MaxLength == nil || name.Pattern == "" {
-		t.Fatalf("spec.deploymentName: want minLength, maxLength and pattern, got %+v", name)
+		t.Fatalf("spec.deployment.name: want minLength, maxLength and pattern, got %+v", name)
 	}
 	pattern := regexp.MustCompile(name.Pattern)
 	for _, s := range []string{
@@ -174,16 +208,16 @@ func TestCRDSchemaAcceptsWhatTheControllerAccepts(t *testing.T) {
 		"Bad_Name", "A", "-a", "a-", "a..b", ".a", "a.", "a_b", "", "a b",
 	} {
 		schemaAccepts := pattern.MatchString(s) && int64(len(s)) >= *name.MinLength && int64(len(s)) <= *name.MaxLength
-		controllerAccepts := len(desired.ValidateSpec(&samplev1alpha1.FooSpec{DeploymentName: s})) == 0
+		controllerAccepts := len(desired.ValidateSpec(&samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: s}})) == 0
 		if schemaAccepts != controllerAccepts {
-			t.Errorf("deploymentName %q: schema accepts %v, ValidateSpec accepts %v", s, schemaAccepts, controllerAccepts)
+			t.Errorf("spec.deployment.name %q: schema accepts %v, ValidateSpec accepts %v", s, schemaAccepts, controllerAccepts)
 		}
 	}
 
 	replicas := specField(t, version, "replicas")
 	for _, r := range []int32{-1, 0, 1, 2, 9, 10, 11, 100} {
 		schemaAccepts := float64(r) >= *replicas.Minimum && float64(r) <= *replicas.Maximum
-		controllerAccepts := len(desired.ValidateSpec(&samplev1alpha1.FooSpec{DeploymentName: "a", Replicas: &r})) == 0
+		controllerAccepts := len(desired.ValidateSpec(&samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: "a"}, Replicas: &r})) == 0
 		if schemaAccepts != controllerAccepts {
 			t.Errorf("replicas %d: schema accepts %v, ValidateSpec accepts %v", r, schemaAccepts, controllerAccepts)
 		}

@@ -37,7 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
@@ -49,7 +49,7 @@ const (
 
 // PodLabels are the labels of the Foo's pods, and so the Deployment's
 // selector. A Deployment's selector cannot change, so neither may these.
-func PodLabels(foo *samplev1alpha1.Foo) map[string]string {
+func PodLabels(foo *samplev1beta1.Foo) map[string]string {
 	return map[string]string{
 		samplecontroller.LabelApp:        "nginx",
 		samplecontroller.LabelController: LabelValue(foo.Name),
@@ -73,9 +73,9 @@ func LabelValue(name string) string {
 // of the Foo, and it names exactly the fields the controller owns: server-side
 // apply writes these and leaves every other field, such as another team's
 // labels or annotations, to whoever set it.
-func Deployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration {
+func Deployment(foo *samplev1beta1.Foo) *appsv1ac.DeploymentApplyConfiguration {
 	labels := PodLabels(foo)
-	return appsv1ac.Deployment(foo.Spec.DeploymentName, foo.Namespace).
+	return appsv1ac.Deployment(foo.Spec.Deployment.Name, foo.Namespace).
 		WithLabels(labels).
 		WithLabels(map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).
 		WithOwnerReferences(controllerReference(foo)).
@@ -93,9 +93,9 @@ func Deployment(foo *samplev1alpha1.Foo) *appsv1ac.DeploymentApplyConfiguration 
 // controllerReference makes foo the controller of an object it owns: the
 // garbage collector deletes the object with foo, and does not delete foo
 // before it (blockOwnerDeletion) when foo is deleted in the foreground.
-func controllerReference(foo *samplev1alpha1.Foo) *metav1ac.OwnerReferenceApplyConfiguration {
+func controllerReference(foo *samplev1beta1.Foo) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
-		WithAPIVersion(samplev1alpha1.SchemeGroupVersion.String()).
+		WithAPIVersion(samplev1beta1.SchemeGroupVersion.String()).
 		WithKind(samplecontroller.FooKind).
 		WithName(foo.Name).
 		WithUID(foo.UID).

@@ -27,7 +27,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
@@ -124,7 +124,7 @@ func deploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.D
 // transform is what the informers' transforms make of obj: a Foo trimmed by
 // the Foo informer's, anything else as the Deployment informer's makes it.
 func transform(obj interface{}) (interface{}, error) {
-	if _, ok := obj.(*samplev1alpha1.Foo); ok {
+	if _, ok := obj.(*samplev1beta1.Foo); ok {
 		return foocache.Transform(obj)
 	}
 	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)

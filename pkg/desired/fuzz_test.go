@@ -37,7 +37,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // FuzzValidateSpec: ValidateSpec accepts exactly the specs whose
@@ -49,18 +49,18 @@ func FuzzValidateSpec(f *testing.F) {
 		errs := ValidateSpec(spec)
 
 		wantNameError := len(validation.IsDNS1123Subdomain(deploymentName)) > 0
-		wantReplicasError := replicasSet && (replicas < samplev1alpha1.MinReplicas || replicas > samplev1alpha1.MaxReplicas)
+		wantReplicasError := replicasSet && (replicas < samplev1beta1.MinReplicas || replicas > samplev1beta1.MaxReplicas)
 		blamed := map[string]bool{}
 		for _, err := range errs {
 			blamed[err.Field] = true
 		}
-		if blamed["spec.deploymentName"] != wantNameError {
-			t.Errorf("deploymentName %q: blamed %v, want %v (errors: %v)", deploymentName, blamed["spec.deploymentName"], wantNameError, errs)
+		if blamed["spec.deployment.name"] != wantNameError {
+			t.Errorf("deploymentName %q: blamed %v, want %v (errors: %v)", deploymentName, blamed["spec.deployment.name"], wantNameError, errs)
 		}
 		if blamed["spec.replicas"] != wantReplicasError {
 			t.Errorf("replicas %s: blamed %v, want %v (errors: %v)", describeInt32(spec.Replicas), blamed["spec.replicas"], wantReplicasError, errs)
 		}
-		delete(blamed, "spec.deploymentName")
+		delete(blamed, "spec.deployment.name")
 		delete(blamed, "spec.replicas")
 		if len(blamed) > 0 {
 			t.Errorf("errors on fields the spec does not have: %v", errs)
@@ -89,7 +89,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 		}
 		for _, problem := range deploymentProblems(foo, created) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
-				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.DeploymentName, describeInt32(foo.Spec.Replicas), problem)
+				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.Deployment.Name, describeInt32(foo.Spec.Replicas), problem)
 		}
 		if drift, err := Deployments.Drift(desired, Deployments.Cache(created)); err != nil || len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v (error %v)", drift, err)
@@ -97,8 +97,8 @@ func FuzzDesiredDeployment(f *testing.F) {
 	})
 }
 
-func fuzzedSpec(deploymentName string, replicas int32, replicasSet bool) *samplev1alpha1.FooSpec {
-	spec := &samplev1alpha1.FooSpec{DeploymentName: deploymentName}
+func fuzzedSpec(deploymentName string, replicas int32, replicasSet bool) *samplev1beta1.FooSpec {
+	spec := &samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: deploymentName}}
 	if replicasSet {
 		spec.Replicas = &replicas
 	}
@@ -110,9 +110,9 @@ func fuzzedSpec(deploymentName string, replicas int32, replicasSet bool) *sample
 // subdomain (as for any custom resource), its namespace a DNS-1123 label, its
 // UID a UUID (the API server assigns one), its spec valid. The controller
 // never maps any other Foo.
-func fuzzedFoo(fooName, namespace string, uidHigh, uidLow uint64, deploymentName string, replicas int32, replicasSet bool) (*samplev1alpha1.Foo, bool) {
-	foo := &samplev1alpha1.Foo{
-		TypeMeta: metav1.TypeMeta{APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: "Foo"},
+func fuzzedFoo(fooName, namespace string, uidHigh, uidLow uint64, deploymentName string, replicas int32, replicasSet bool) (*samplev1beta1.Foo, bool) {
+	foo := &samplev1beta1.Foo{
+		TypeMeta: metav1.TypeMeta{APIVersion: samplev1beta1.SchemeGroupVersion.String(), Kind: "Foo"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fooName,
 			Namespace: namespace,
@@ -138,7 +138,7 @@ func uuidFrom(high, low uint64) types.UID {
 // any object (metadata, labels, selectors) and the Deployment-specific rules
 // of the API server's apps validation that concern the fields Deployment
 // sets; the e2e test of the same mapping submits it to a real API server.
-func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string {
+func deploymentProblems(foo *samplev1beta1.Foo, d *appsv1.Deployment) []string {
 	var problems []string
 	add := func(format string, args ...interface{}) {
 		problems = append(problems, fmt.Sprintf(format, args...))
@@ -151,8 +151,8 @@ func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string 
 
 	// Metadata: name, namespace, labels, owner references.
 	addErrs(apivalidation.ValidateObjectMeta(&d.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata")))
-	if d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace {
-		add("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
+	if d.Name != foo.Spec.Deployment.Name || d.Namespace != foo.Namespace {
+		add("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.Deployment.Name)
 	}
 	if got := d.Labels[samplecontroller.LabelManagedBy]; got != samplecontroller.ControllerName {
 		add("label %s=%q, want %q", samplecontroller.LabelManagedBy, got, samplecontroller.ControllerName)
@@ -186,12 +186,12 @@ func deploymentProblems(foo *samplev1alpha1.Foo, d *appsv1.Deployment) []string 
 
 // ownerProblems checks that the Foo, and only it, controls the Deployment,
 // and blocks its deletion until the Deployment is gone (foreground deletion).
-func ownerProblems(foo *samplev1alpha1.Foo, refs []metav1.OwnerReference) []string {
+func ownerProblems(foo *samplev1beta1.Foo, refs []metav1.OwnerReference) []string {
 	if len(refs) != 1 {
 		return []string{fmt.Sprintf("%d owner references, want 1", len(refs))}
 	}
 	want := metav1.OwnerReference{
-		APIVersion:         "samplecontroller.k8s.io/v1alpha1",
+		APIVersion:         "samplecontroller.k8s.io/v1beta1",
 		Kind:               "Foo",
 		Name:               foo.Name,
 		UID:                foo.UID,

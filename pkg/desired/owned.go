@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
@@ -40,7 +40,7 @@ import (
 // apply configuration), its schema (a -kind in hack/update-codegen.sh) and
 // its RBAC rule (artifacts/deploy/clusterrole.yaml, which test/names holds
 // to this list). The Deployment is the one whose status the Foo's reports.
-var Owned = []owned.Owned[*samplev1alpha1.Foo]{
+var Owned = []owned.Owned[*samplev1beta1.Foo]{
 	OwnsDeployment,
 }
 
@@ -50,7 +50,7 @@ var OwnsDeployment = owned.Own(Deployments, Deployment)
 
 // OwnedInformer is a kind a Foo owns and the controller's informer of it.
 type OwnedInformer struct {
-	Kind     owned.Owned[*samplev1alpha1.Foo]
+	Kind     owned.Owned[*samplev1beta1.Foo]
 	Informer cache.SharedIndexInformer
 }
 
@@ -59,7 +59,7 @@ type OwnedInformer struct {
 // manages (labelled LabelManagedBy) in namespace ("" for all), each cached
 // as its owned.Object and indexed by the Foo that controls it.
 func NewOwnedInformers(
-	kinds []owned.Owned[*samplev1alpha1.Foo], clientset kubernetes.Interface, namespace string,
+	kinds []owned.Owned[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
 	resyncPeriod time.Duration,
 ) ([]OwnedInformer, error) {
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
@@ -88,7 +88,7 @@ var ownedSchema = sync.OnceValues(func() (*typed.Parser, error) {
 
 // fieldsOf returns the fields of kind that desired sets, found once: kind's
 // type in ownedSchema is typeName (its -kind in hack/update-codegen.sh).
-func fieldsOf[AC any](kind, typeName string, desired func(*samplev1alpha1.Foo) AC) func() (*owned.Fields, error) {
+func fieldsOf[AC any](kind, typeName string, desired func(*samplev1beta1.Foo) AC) func() (*owned.Fields, error) {
 	return sync.OnceValues(func() (*owned.Fields, error) {
 		parser, err := ownedSchema()
 		if err != nil {
@@ -106,11 +106,11 @@ func fieldsOf[AC any](kind, typeName string, desired func(*samplev1alpha1.Foo) A
 // for two probe Foos whose specs have every field set, to different values
 // (owned.NewFields).
 func probedFields[AC any](
-	kind string, t typed.ParseableType, desired func(*samplev1alpha1.Foo) AC,
+	kind string, t typed.ParseableType, desired func(*samplev1beta1.Foo) AC,
 ) (*owned.Fields, error) {
 	var probes [2]interface{}
 	for i := range probes {
-		probe := &samplev1alpha1.Foo{}
+		probe := &samplev1beta1.Foo{}
 		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
 		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
 		probes[i] = desired(probe)

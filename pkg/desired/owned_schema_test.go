@@ -40,7 +40,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
@@ -93,7 +93,7 @@ func everyFieldSetDeployment() *appsv1.Deployment {
 // of a Foo with every spec field set, and a Deployment with every field set.
 func TestSubsetSchemaTypesDeploymentsAsClientGoDoes(t *testing.T) {
 	full, subset := clientGoDeploymentType(t), generatedDeploymentType(t)
-	everySpecField := &samplev1alpha1.Foo{}
+	everySpecField := &samplev1beta1.Foo{}
 	everySpecField.Name, everySpecField.Namespace, everySpecField.UID = "every", "default", "uid-every"
 	owned.EveryFieldSet(reflect.ValueOf(&everySpecField.Spec).Elem(), 1)
 	desiredOfEverySpecField, err := deploymentObject(Deployment(everySpecField))

@@ -28,13 +28,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // ReadyCondition is the Ready condition for a Foo whose Deployment is the given
 // one: True once the rollout is complete with every desired replica updated
 // and available, in the manner of "kubectl rollout status".
-func ReadyCondition(foo *samplev1alpha1.Foo, deployment *CachedDeployment) metav1.Condition {
+func ReadyCondition(foo *samplev1beta1.Foo, deployment *CachedDeployment) metav1.Condition {
 	want := Replicas(&foo.Spec)
 	st := deployment.Status
 	var msg string
@@ -77,9 +77,9 @@ func NotReady(reason, message string) metav1.Condition {
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
 func Status(
-	foo *samplev1alpha1.Foo, deployment *CachedDeployment, ready metav1.Condition,
-) samplev1alpha1.FooStatus {
-	status := samplev1alpha1.FooStatus{
+	foo *samplev1beta1.Foo, deployment *CachedDeployment, ready metav1.Condition,
+) samplev1beta1.FooStatus {
+	status := samplev1beta1.FooStatus{
 		ObservedGeneration: foo.Generation,
 		Selector:           labels.SelectorFromSet(PodLabels(foo)).String(),
 		Conditions:         append([]metav1.Condition(nil), foo.Status.Conditions...),
@@ -96,7 +96,7 @@ func Status(
 // StatusFields lists the JSON names of FooStatus's fields: what the controller
 // writes, and what the installed CRD's schema must keep.
 func StatusFields() []string {
-	names, _ := statusFieldValues(samplev1alpha1.FooStatus{})
+	names, _ := statusFieldValues(samplev1beta1.FooStatus{})
 	return names
 }
 
@@ -104,7 +104,7 @@ func StatusFields() []string {
 // set that the API server stored empty: what happens when the installed CRD's
 // schema lacks them (it was replaced by an older one while the controller
 // runs).
-func PrunedStatusFields(sent, stored samplev1alpha1.FooStatus) []string {
+func PrunedStatusFields(sent, stored samplev1beta1.FooStatus) []string {
 	names, sentValues := statusFieldValues(sent)
 	_, storedValues := statusFieldValues(stored)
 	var pruned []string
@@ -118,7 +118,7 @@ func PrunedStatusFields(sent, stored samplev1alpha1.FooStatus) []string {
 
 // statusFieldValues returns the JSON name and the value of each field of a
 // FooStatus, in declaration order.
-func statusFieldValues(status samplev1alpha1.FooStatus) ([]string, []reflect.Value) {
+func statusFieldValues(status samplev1beta1.FooStatus) ([]string, []reflect.Value) {
 	v := reflect.ValueOf(status)
 	names := make([]string, 0, v.NumField())
 	values := make([]reflect.Value, 0, v.NumField())
@@ -132,11 +132,11 @@ func statusFieldValues(status samplev1alpha1.FooStatus) ([]string, []reflect.Val
 
 // EqualIgnoringTransitionTimes reports whether two statuses are the same but
 // for their conditions' lastTransitionTime.
-func EqualIgnoringTransitionTimes(a, b samplev1alpha1.FooStatus) bool {
+func EqualIgnoringTransitionTimes(a, b samplev1beta1.FooStatus) bool {
 	return equality.Semantic.DeepEqual(withoutTransitionTimes(a), withoutTransitionTimes(b))
 }
 
-func withoutTransitionTimes(status samplev1alpha1.FooStatus) samplev1alpha1.FooStatus {
+func withoutTransitionTimes(status samplev1beta1.FooStatus) samplev1beta1.FooStatus {
 	out := *status.DeepCopy()
 	for i := range out.Conditions {
 		out.Conditions[i].LastTransitionTime = metav1.Time{}
@@ -149,7 +149,7 @@ func withoutTransitionTimes(status samplev1alpha1.FooStatus) samplev1alpha1.FooS
 // resourceVersion, the version the status was computed from. A Foo changed
 // since is refused with 409 Conflict, rather than a stale status overwriting
 // a newer one.
-func StatusPatch(resourceVersion string, status samplev1alpha1.FooStatus) ([]byte, error) {
+func StatusPatch(resourceVersion string, status samplev1beta1.FooStatus) ([]byte, error) {
 	return json.Marshal([]jsonPatchOperation{
 		{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion},
 		{Op: "add", Path: "/status", Value: status},

@@ -27,7 +27,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 func TestReadyCondition(t *testing.T) {
@@ -68,8 +68,8 @@ func TestReadyCondition(t *testing.T) {
 // (a pruned status is recognized, pkg/prunedstatus); any other difference is
 // one.
 func TestEqualIgnoringTransitionTimes(t *testing.T) {
-	status := func(reason string, at time.Time) samplev1alpha1.FooStatus {
-		return samplev1alpha1.FooStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
+	status := func(reason string, at time.Time) samplev1beta1.FooStatus {
+		return samplev1beta1.FooStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{
 			Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue, Reason: reason,
 			LastTransitionTime: metav1.NewTime(at)}}}
 	}

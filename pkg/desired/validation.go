@@ -22,26 +22,26 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // ValidateSpec repeats the checks the CRD schema makes at admission. They
 // matter when the CRD was installed without that schema (an older manifest, or
 // a hand-made one): the controller must then refuse the spec itself, rather
 // than fail on every retry when the API server rejects the Deployment.
-func ValidateSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
+func ValidateSpec(spec *samplev1beta1.FooSpec) field.ErrorList {
 	var errs field.ErrorList
-	namePath := field.NewPath("spec", "deploymentName")
-	if spec.DeploymentName == "" {
+	namePath := field.NewPath("spec", "deployment", "name")
+	if spec.Deployment.Name == "" {
 		errs = append(errs, field.Required(namePath, "the name of the Deployment to create"))
 	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(spec.DeploymentName) {
-			errs = append(errs, field.Invalid(namePath, spec.DeploymentName, msg))
+		for _, msg := range validation.IsDNS1123Subdomain(spec.Deployment.Name) {
+			errs = append(errs, field.Invalid(namePath, spec.Deployment.Name, msg))
 		}
 	}
-	if r := spec.Replicas; r != nil && (*r < samplev1alpha1.MinReplicas || *r > samplev1alpha1.MaxReplicas) {
+	if r := spec.Replicas; r != nil && (*r < samplev1beta1.MinReplicas || *r > samplev1beta1.MaxReplicas) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "replicas"), *r,
-			fmt.Sprintf("must be between %d and %d", samplev1alpha1.MinReplicas, samplev1alpha1.MaxReplicas)))
+			fmt.Sprintf("must be between %d and %d", samplev1beta1.MinReplicas, samplev1beta1.MaxReplicas)))
 	}
 	return errs
 }
@@ -49,9 +49,9 @@ func ValidateSpec(spec *samplev1alpha1.FooSpec) field.ErrorList {
 // Replicas is the replica count a valid spec asks for: the API server
 // defaults an omitted spec.replicas to MinReplicas, and so does the controller
 // for CRDs without that default.
-func Replicas(spec *samplev1alpha1.FooSpec) int32 {
+func Replicas(spec *samplev1beta1.FooSpec) int32 {
 	if spec.Replicas == nil {
-		return samplev1alpha1.MinReplicas
+		return samplev1beta1.MinReplicas
 	}
 	return *spec.Replicas
 }

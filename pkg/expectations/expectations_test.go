@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // A replaced version is behind until the cache receives another version of
@@ -30,11 +30,11 @@ import (
 func TestReplacedVersionIsBehindUntilTheCacheMovesOn(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
-		remember       func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo)
+		remember       func(r *ReplacedVersions, cached, newer *samplev1beta1.Foo)
 		dueWithoutSync bool
 	}{
-		{"by a status write", func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo) { r.Wrote(cached, newer) }, false},
-		{"by a takeover's list", func(r *ReplacedVersions, cached, newer *samplev1alpha1.Foo) { r.ListedNewer(cached, newer) }, true},
+		{"by a status write", func(r *ReplacedVersions, cached, newer *samplev1beta1.Foo) { r.Wrote(cached, newer) }, false},
+		{"by a takeover's list", func(r *ReplacedVersions, cached, newer *samplev1beta1.Foo) { r.ListedNewer(cached, newer) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r ReplacedVersions
@@ -134,7 +134,7 @@ func TestListedNewerIsBehindUntilTheCacheShowsTheListedGeneration(t *testing.T) 
 }
 
 // twoVersions returns a Foo at resourceVersion 1 and the same Foo at 2.
-func twoVersions() (cached, newer *samplev1alpha1.Foo) {
+func twoVersions() (cached, newer *samplev1beta1.Foo) {
 	cached = testfixtures.NewFoo("test", 1)
 	cached.ResourceVersion = "1"
 	newer = cached.DeepCopy()

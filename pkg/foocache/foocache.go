@@ -41,14 +41,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // Transform is the Foo informer's transform: it trims a Foo in place;
 // anything else, a cache.DeletedFinalStateUnknown tombstone (whose Foo was
 // trimmed when it entered the cache) among them, passes through unchanged.
 func Transform(obj interface{}) (interface{}, error) {
-	if foo, ok := obj.(*samplev1alpha1.Foo); ok && foo != nil {
+	if foo, ok := obj.(*samplev1beta1.Foo); ok && foo != nil {
 		return trim(foo), nil
 	}
 	return obj, nil
@@ -65,7 +65,7 @@ func Transform(obj interface{}) (interface{}, error) {
 //     the Foo in its events;
 //   - generation: status.observedGeneration, and whether an update is a
 //     spec change (onFooUpdate);
-//   - the whole spec (deploymentName and replicas);
+//   - the whole spec (deployment.name and replicas);
 //   - the whole status: a sync compares it with the status it computes and
 //     writes when they differ, so a field left out would be rewritten on
 //     every sync;
@@ -85,8 +85,8 @@ func Transform(obj interface{}) (interface{}, error) {
 // not carry them (NewController registers the Foo types there). Cached
 // objects carry them inconsistently anyway: client-go clears them on the
 // objects it decodes from a watch.
-func trim(foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
-	*foo = samplev1alpha1.Foo{
+func trim(foo *samplev1beta1.Foo) *samplev1beta1.Foo {
+	*foo = samplev1beta1.Foo{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              foo.Name,
 			Namespace:         foo.Namespace,
@@ -113,9 +113,9 @@ func Indexers() cache.Indexers {
 }
 
 func indexByDeploymentName(obj interface{}) ([]string, error) {
-	foo, ok := obj.(*samplev1alpha1.Foo)
-	if !ok || foo.Spec.DeploymentName == "" {
+	foo, ok := obj.(*samplev1beta1.Foo)
+	if !ok || foo.Spec.Deployment.Name == "" {
 		return nil, nil
 	}
-	return []string{foo.Namespace + "/" + foo.Spec.DeploymentName}, nil
+	return []string{foo.Namespace + "/" + foo.Spec.Deployment.Name}, nil
 }

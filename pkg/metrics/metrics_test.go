@@ -26,8 +26,8 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 )
 
 // samplecontroller_foos counts the cached Foos by Ready status and reason,
@@ -35,12 +35,12 @@ import (
 // as Unknown.
 func TestFooReadinessIsCountedFromTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	withReady := func(name string, status metav1.ConditionStatus, reason string) *samplev1alpha1.Foo {
+	withReady := func(name string, status metav1.ConditionStatus, reason string) *samplev1beta1.Foo {
 		foo := testfixtures.NewFoo(name, 1)
 		foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: status, Reason: reason}}
 		return foo
 	}
-	for _, foo := range []*samplev1alpha1.Foo{
+	for _, foo := range []*samplev1beta1.Foo{
 		withReady("a", metav1.ConditionTrue, "Available"),
 		withReady("b", metav1.ConditionTrue, "Available"),
 		withReady("c", metav1.ConditionFalse, "FailedCreate"),

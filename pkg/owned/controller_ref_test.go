@@ -39,7 +39,7 @@ func TestControllerIsMatchedByGroupAndKindThenUID(t *testing.T) {
 		ref                metav1.OwnerReference
 		isWidget, isOwners bool
 	}{
-		"the version it was made with": {metav1.OwnerReference{APIVersion: "example.com/v1alpha1", Kind: "Widget",
+		"the version it was made with": {metav1.OwnerReference{APIVersion: "example.com/v1beta1", Kind: "Widget",
 			Name: "w", UID: "uid-w", Controller: ptr.To(true)}, true, true},
 		"another version": {metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget",
 			Name: "w", UID: "uid-w", Controller: ptr.To(true)}, true, true},

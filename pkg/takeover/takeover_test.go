@@ -29,7 +29,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 )
@@ -58,7 +58,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	arriving.ResourceVersion = "30"
 	client := fake.NewSimpleClientset(kept.DeepCopy(), scaledOnServer)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, foo := range []*samplev1alpha1.Foo{kept, gone, scaled} {
+	for _, foo := range []*samplev1beta1.Foo{kept, gone, scaled} {
 		if err := indexer.Add(foo.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
@@ -73,14 +73,14 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	var deleted expectations.DeletedFoos
 	var outdated expectations.ReplacedVersions
 	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return client.SamplecontrollerV1alpha1().Foos("").List(ctx, opts)
+		return client.SamplecontrollerV1beta1().Foos("").List(ctx, opts)
 	}
 	err := RememberFoosChangedWhileStandby(ctx, indexer, list, &deleted, &outdated)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		foo                     *samplev1alpha1.Foo
+		foo                     *samplev1beta1.Foo
 		wantDeleted, wantBehind bool
 	}{
 		{foo: gone, wantDeleted: true},

@@ -177,7 +177,7 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, ns string, 
 		replicas := int32(2 + i%2) // 2, 3, 2, ...: always a change
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 		start := time.Now()
-		if _, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Patch(b.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := b.sample.SamplecontrollerV1beta1().Foos(ns).Patch(b.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			b.t.Fatal(err)
 		}
 		patchRTTs = append(patchRTTs, time.Since(start))
@@ -197,7 +197,7 @@ func (b *bench) measureSpecChangeLatency(ctrl *framework.Controller, ns string, 
 		// At rest again before the next change: the rollout this change
 		// started (new pods, Deployment and Foo status updates) is over.
 		b.poll(time.Minute, name+" Ready", func(ctx context.Context) (bool, error) {
-			f, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
+			f, err := b.sample.SamplecontrollerV1beta1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}

@@ -50,7 +50,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -279,7 +279,7 @@ func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 // benchDeployment is the Deployment the controller creates for foo
 // (desired.Deployment): the floor writes exactly what the controller
 // writes.
-func benchDeployment(foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
+func benchDeployment(foo *samplev1beta1.Foo) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	return d, owned.ToObject(desired.Deployment(foo), d)
 }
@@ -297,18 +297,18 @@ func unrelatedDeployment(ns, name string) (*appsv1.Deployment, error) {
 	return d, nil
 }
 
-func newFoo(ns, name string) *samplev1alpha1.Foo {
-	return &samplev1alpha1.Foo{
+func newFoo(ns, name string) *samplev1beta1.Foo {
+	return &samplev1beta1.Foo{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       samplev1alpha1.FooSpec{DeploymentName: name, Replicas: ptr.To[int32](1)},
+		Spec:       samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: name}, Replicas: ptr.To[int32](1)},
 	}
 }
 
 // createFoos creates n Foos (not timed).
-func (b *bench) createFoos(ns string, n int) []*samplev1alpha1.Foo {
-	created := make([]*samplev1alpha1.Foo, n)
+func (b *bench) createFoos(ns string, n int) []*samplev1beta1.Foo {
+	created := make([]*samplev1beta1.Foo, n)
 	err := framework.Parallel(n, floorWorkers, func(i int) error {
-		f, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Create(b.ctx, newFoo(ns, fooName(i)), metav1.CreateOptions{})
+		f, err := b.sample.SamplecontrollerV1beta1().Foos(ns).Create(b.ctx, newFoo(ns, fooName(i)), metav1.CreateOptions{})
 		created[i] = f
 		return err
 	})

@@ -152,7 +152,7 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 		if err != nil {
 			return err
 		}
-		_, err = b.sample.SamplecontrollerV1alpha1().Foos(ns).Patch(b.ctx, foo.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err = b.sample.SamplecontrollerV1beta1().Foos(ns).Patch(b.ctx, foo.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	})
 	if err != nil {

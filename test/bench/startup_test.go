@@ -78,7 +78,7 @@ func (b *bench) measureFreshChanges(n int) (string, int) {
 		}
 		<-ticker.C
 		p := probe{name: fmt.Sprintf("fresh-%04d", len(probes)), created: time.Now()}
-		if _, err := b.sample.SamplecontrollerV1alpha1().Foos(ns).Create(b.ctx, newFoo(ns, p.name), metav1.CreateOptions{}); err != nil {
+		if _, err := b.sample.SamplecontrollerV1beta1().Foos(ns).Create(b.ctx, newFoo(ns, p.name), metav1.CreateOptions{}); err != nil {
 			b.t.Fatal(err)
 		}
 		probes = append(probes, p)

@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 )
 
@@ -83,12 +83,12 @@ func (b *bench) newTracker(ns string) *tracker {
 	}
 	sampleFactory := informers.NewSharedInformerFactoryWithOptions(b.sample, 0, informers.WithNamespace(ns))
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(b.kube, 0, kubeinformers.WithNamespace(ns))
-	fooInformer := sampleFactory.Samplecontroller().V1alpha1().Foos().Informer()
+	fooInformer := sampleFactory.Samplecontroller().V1beta1().Foos().Informer()
 	deploymentInformer := kubeFactory.Apps().V1().Deployments().Informer()
 	_, err := fooInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { t.observeFoo(obj.(*samplev1alpha1.Foo), false) },
+		AddFunc: func(obj interface{}) { t.observeFoo(obj.(*samplev1beta1.Foo), false) },
 		UpdateFunc: func(oldObj, newObj interface{}) {
-			t.observeFoo(newObj.(*samplev1alpha1.Foo), oldObj.(*samplev1alpha1.Foo).ResourceVersion != newObj.(*samplev1alpha1.Foo).ResourceVersion)
+			t.observeFoo(newObj.(*samplev1beta1.Foo), oldObj.(*samplev1beta1.Foo).ResourceVersion != newObj.(*samplev1beta1.Foo).ResourceVersion)
 		},
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func (b *bench) newTracker(ns string) *tracker {
 	return t
 }
 
-func (t *tracker) observeFoo(foo *samplev1alpha1.Foo, changed bool) {
+func (t *tracker) observeFoo(foo *samplev1beta1.Foo, changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old, known := t.foos[foo.Name]

@@ -29,7 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -39,7 +39,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 	ensureStandardCRD(t)
 	c := startController(t, "controller", controllerArgs(ns, "-resync-period=5s")...)
 
-	created := make([]*samplev1alpha1.Foo, 0, 3)
+	created := make([]*samplev1beta1.Foo, 0, 3)
 	for i := range 3 {
 		created = append(created, createFoo(t, newFoo(ns, fmt.Sprintf("foo-%d", i), fmt.Sprintf("deploy-%d", i), int32p(int32(i+1)))))
 	}
@@ -47,7 +47,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 	for _, foo := range created {
 		ready := waitFooReady(t, ns, foo.Name)
 		rv["foo/"+foo.Name] = ready.ResourceVersion
-		d := waitManagedDeployment(t, ns, foo.Spec.DeploymentName, ready)
+		d := waitManagedDeployment(t, ns, foo.Spec.Deployment.Name, ready)
 		rv["deployment/"+d.Name] = d.ResourceVersion
 		// Events go out asynchronously: the last write of the roll-out is
 		// the one "Created Deployment" event per Foo.
@@ -88,7 +88,7 @@ func TestZeroWritesAtRest(t *testing.T) {
 	}
 	for _, foo := range created {
 		now := getFoo(t, ns, foo.Name)
-		d, err := getDeployment(context.Background(), ns, foo.Spec.DeploymentName)
+		d, err := getDeployment(context.Background(), ns, foo.Spec.Deployment.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,7 +85,7 @@ func TestInvalidFoosAreRejectedAtAdmission(t *testing.T) {
 					t.Errorf("kubectl's answer lacks %q:\n%s", want, out)
 				}
 			}
-			if _, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Get(context.Background(), fooName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Get(context.Background(), fooName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("rejected Foo %s exists (err %v)", fooName, err)
 			}
 		})

@@ -31,7 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // Deployments the controller does not manage are not cached; a name
@@ -80,14 +80,14 @@ func TestCollisionsWithUncachedDeploymentsFoundAndNothingTouched(t *testing.T) {
 	// Foos asking for names taken by unrelated Deployments, some created
 	// before the controller started, some after: none of them is in its
 	// cache, the API tells it the name is taken.
-	var colliding []*samplev1alpha1.Foo
+	var colliding []*samplev1beta1.Foo
 	for i := 0; i < unrelated; i += 10 {
 		name := fmt.Sprintf("unrelated-%03d", i+i/10%10)
 		colliding = append(colliding, createFoo(t, newFoo(ns, "wants-"+name, name, int32p(1))))
 	}
 	for i, foo := range colliding {
 		colliding[i] = waitFooNotReady(t, ns, foo.Name, samplecontroller.ReasonResourceExists)
-		want := fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by no Foo)", foo.Spec.DeploymentName)
+		want := fmt.Sprintf("Deployment %q already exists and is not managed by this Foo (it is controlled by no Foo)", foo.Spec.Deployment.Name)
 		if msg := readyCondition(colliding[i]).Message; msg != want {
 			t.Errorf("Foo %s Ready message %q, want %q", foo.Name, msg, want)
 		}

@@ -34,7 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -72,7 +72,7 @@ func (s *chaosScenario) expectInvariants(t *testing.T, healed time.Time) {
 //   - the foreign Deployment is as its owner made it, and the controller
 //     never wrote it (no field manager of the controller's on it).
 func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
-	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(w.ns).List(ctx, metav1.ListOptions{})
+	listed, err := cluster.Sample.SamplecontrollerV1beta1().Foos(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 	}
 	for i := range listed.Items {
 		foo := &listed.Items[i]
-		d := byName[foo.Spec.DeploymentName]
+		d := byName[foo.Spec.Deployment.Name]
 		if d == nil || metav1.IsControlledBy(d, foo) == false {
 			continue // compare reported it
 		}
@@ -113,7 +113,7 @@ func (w *chaosWorld) invariantProblems(ctx context.Context) ([]string, error) {
 // spec.replicas pods, and the Foo's status says so for its generation:
 // Ready=True, reason Available, "Deployment <name>: <n> of <n> replicas
 // available", replicas and availableReplicas n.
-func statusProblem(foo *samplev1alpha1.Foo, d *appsv1.Deployment) string {
+func statusProblem(foo *samplev1beta1.Foo, d *appsv1.Deployment) string {
 	n := specReplicas(foo)
 	st := d.Status
 	if st.ObservedGeneration != d.Generation || st.Replicas != n || st.UpdatedReplicas != n || st.AvailableReplicas != n {

@@ -110,7 +110,7 @@ func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration
 	}
 	err = framework.Parallel(foos, creators, func(i int) error {
 		name := chaosFooName(i)
-		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(w.ns).Create(context.Background(),
+		_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(w.ns).Create(context.Background(),
 			newFoo(w.ns, name, name, &replicas[i]), metav1.CreateOptions{})
 		return err
 	})

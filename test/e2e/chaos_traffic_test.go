@@ -82,11 +82,11 @@ var userOps = []userOp{
 		if !tr.forget(foo) {
 			return nil
 		}
-		return cluster.Sample.SamplecontrollerV1alpha1().Foos(tr.ns).Delete(ctx, foo, metav1.DeleteOptions{})
+		return cluster.Sample.SamplecontrollerV1beta1().Foos(tr.ns).Delete(ctx, foo, metav1.DeleteOptions{})
 	}},
 	{"create-foo", 1, func(ctx context.Context, tr *traffic, _ string) error {
 		name := tr.newName()
-		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(tr.ns).Create(ctx, newFoo(tr.ns, name, name, int32p(int32(1+tr.intN(3)))), metav1.CreateOptions{})
+		_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(tr.ns).Create(ctx, newFoo(tr.ns, name, name, int32p(int32(1+tr.intN(3)))), metav1.CreateOptions{})
 		if err == nil {
 			tr.remember(name)
 		}
@@ -214,17 +214,17 @@ func (tr *traffic) newName() string {
 }
 
 func (tr *traffic) patchFoo(ctx context.Context, foo, patch string) error {
-	_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(tr.ns).Patch(ctx, foo, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(tr.ns).Patch(ctx, foo, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 
 // onDeployment calls fn with the name of the Deployment foo asks for.
 func (tr *traffic) onDeployment(ctx context.Context, foo string, fn func(name string) error) error {
-	f, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(tr.ns).Get(ctx, foo, metav1.GetOptions{})
+	f, err := cluster.Sample.SamplecontrollerV1beta1().Foos(tr.ns).Get(ctx, foo, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	return fn(f.Spec.DeploymentName)
+	return fn(f.Spec.Deployment.Name)
 }
 
 func (tr *traffic) patchDeployment(ctx context.Context, foo string, pt types.PatchType, patch string) error {

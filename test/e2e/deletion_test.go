@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -56,7 +56,7 @@ func TestForegroundDeletionDeletesTheDeploymentOnce(t *testing.T) {
 	held = waitFooReady(t, ns, held.Name)
 	waitManagedDeployment(t, ns, "held", held)
 
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	foos := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 	err := foos.Delete(context.Background(), held.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestForegroundDeletionDeletesTheDeploymentOnce(t *testing.T) {
 		t.Fatalf("Deployment held created %d times and deleted %d times, want once each", created, deleted)
 	}
 
-	updateFoo(t, ns, held.Name, func(foo *samplev1alpha1.Foo) {
+	updateFoo(t, ns, held.Name, func(foo *samplev1beta1.Foo) {
 		foo.Finalizers = slices.DeleteFunc(foo.Finalizers, func(f string) bool { return f == hold })
 	})
 	eventually(t, convergeTimeout, "Foo held gone", func(ctx context.Context) (bool, error) {
@@ -176,6 +176,6 @@ func watchDeployment(t *testing.T, ns, name string) *deploymentEvents {
 
 // releaseFoo removes every finalizer of a Foo, if it is still there.
 func releaseFoo(ns, name string) {
-	_, _ = cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Patch(context.Background(), name,
+	_, _ = cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(context.Background(), name,
 		types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 }

@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
@@ -122,15 +122,15 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 
 // checkMapping says where the mapped Deployment is not the one foo asks for,
 // with the expected values written out here (nil if it is).
-func checkMapping(d *appsv1.Deployment, foo *samplev1alpha1.Foo, controllerLabel string) error {
+func checkMapping(d *appsv1.Deployment, foo *samplev1beta1.Foo, controllerLabel string) error {
 	pods := map[string]string{"app": "nginx", "controller": controllerLabel}
 	wantReplicas := int32(1)
 	if foo.Spec.Replicas != nil {
 		wantReplicas = *foo.Spec.Replicas
 	}
 	switch {
-	case d.Name != foo.Spec.DeploymentName || d.Namespace != foo.Namespace:
-		return fmt.Errorf("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.DeploymentName)
+	case d.Name != foo.Spec.Deployment.Name || d.Namespace != foo.Namespace:
+		return fmt.Errorf("Deployment %s/%s, want %s/%s", d.Namespace, d.Name, foo.Namespace, foo.Spec.Deployment.Name)
 	case !maps.Equal(d.Labels, map[string]string{"app": "nginx", "controller": controllerLabel, samplecontroller.LabelManagedBy: samplecontroller.ControllerName}):
 		return fmt.Errorf("labels %v", d.Labels)
 	case d.Spec.Selector == nil || !maps.Equal(d.Spec.Selector.MatchLabels, pods):
@@ -146,7 +146,7 @@ func checkMapping(d *appsv1.Deployment, foo *samplev1alpha1.Foo, controllerLabel
 // acceptedAsSent says where the Deployment the API server answered differs
 // from the one the controller sent, in the fields the controller owns, or
 // how it fails to be controlled by the Foo (nil if neither).
-func acceptedAsSent(got, sent *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
+func acceptedAsSent(got, sent *appsv1.Deployment, foo *samplev1beta1.Foo) error {
 	if err := checkControlledBy(got, foo); err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -179,7 +179,7 @@ func (r *faultRun) createFoos(t *testing.T, from, to int) {
 // error and returns it with the number of Foos created.
 func (r *faultRun) createFoosUntilError(from, to int) (int, error) {
 	var created atomic.Int64
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(r.ns)
 	err := framework.Parallel(to-from, creators, func(i int) error {
 		name := fooIndexName(from + i)
 		if _, err := fooClient.Create(context.Background(), newFoo(r.ns, name, name, int32p(1)), metav1.CreateOptions{}); err != nil {
@@ -235,7 +235,7 @@ func (c convergence) String() string {
 // observe lists the namespace's Foos and Deployments (a quorum read) and
 // compares them.
 func (r *faultRun) observe(ctx context.Context) (convergence, error) {
-	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns).List(ctx, metav1.ListOptions{})
+	listed, err := cluster.Sample.SamplecontrollerV1beta1().Foos(r.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return convergence{}, err
 	}
@@ -247,9 +247,9 @@ func (r *faultRun) observe(ctx context.Context) (convergence, error) {
 }
 
 // compare checks the Deployments against the Foos.
-func compare(served []samplev1alpha1.Foo, deployments []appsv1.Deployment) convergence {
+func compare(served []samplev1beta1.Foo, deployments []appsv1.Deployment) convergence {
 	c := convergence{foos: len(served), deployments: len(deployments)}
-	byUID := map[types.UID]*samplev1alpha1.Foo{}
+	byUID := map[types.UID]*samplev1beta1.Foo{}
 	for i := range served {
 		byUID[served[i].UID] = &served[i]
 	}
@@ -286,9 +286,9 @@ func compare(served []samplev1alpha1.Foo, deployments []appsv1.Deployment) conve
 				names = append(names, d.Name)
 			}
 			sort.Strings(names)
-			c.problems = append(c.problems, fmt.Sprintf("Foo %s controls %d Deployments %v, want only %s", foo.Name, len(mine), names, foo.Spec.DeploymentName))
-		case mine[0].Name != foo.Spec.DeploymentName:
-			c.problems = append(c.problems, fmt.Sprintf("Foo %s controls Deployment %s, asks for %s", foo.Name, mine[0].Name, foo.Spec.DeploymentName))
+			c.problems = append(c.problems, fmt.Sprintf("Foo %s controls %d Deployments %v, want only %s", foo.Name, len(mine), names, foo.Spec.Deployment.Name))
+		case mine[0].Name != foo.Spec.Deployment.Name:
+			c.problems = append(c.problems, fmt.Sprintf("Foo %s controls Deployment %s, asks for %s", foo.Name, mine[0].Name, foo.Spec.Deployment.Name))
 		default:
 			if err := checkManagedDeployment(mine[0], foo); err != nil {
 				c.problems = append(c.problems, err.Error())
@@ -299,7 +299,7 @@ func compare(served []samplev1alpha1.Foo, deployments []appsv1.Deployment) conve
 }
 
 // notReadyBecause says why a Foo is not Ready, from its status.
-func notReadyBecause(foo *samplev1alpha1.Foo) string {
+func notReadyBecause(foo *samplev1beta1.Foo) string {
 	c := readyCondition(foo)
 	if c == nil {
 		return foo.Name + ": no Ready condition"

@@ -270,7 +270,7 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 		t.Fatal(err)
 	}
 	old := map[string]bool{}
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(r.ns)
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(r.ns)
 	for _, d := range deployments.Items {
 		if len(old) == max {
 			break
@@ -542,7 +542,7 @@ func testNamespaceDeleted(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(metav1.NamespaceAll).List(ctx, inNamespace)
+	listed, err := cluster.Sample.SamplecontrollerV1beta1().Foos(metav1.NamespaceAll).List(ctx, inNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}

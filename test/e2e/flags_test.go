@@ -53,7 +53,7 @@ func TestNamespaceFlagConfinesControllerAndWorkersFlagApplies(t *testing.T) {
 		if len(list.Items) != 0 {
 			return fmt.Errorf("%d Deployments in %s", len(list.Items), ignored)
 		}
-		now, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ignored).Get(ctx, other.Name, metav1.GetOptions{})
+		now, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ignored).Get(ctx, other.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

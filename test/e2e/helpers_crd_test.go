@@ -38,7 +38,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // crdManifest is the CRD a user installs, relative to the repository root
@@ -79,7 +79,7 @@ func standardCRD(t *testing.T) *unstructured.Unstructured {
 	return crd
 }
 
-// editFooVersion lets edit change the CRD's one version (v1alpha1) in place.
+// editFooVersion lets edit change the CRD's one version (v1beta1) in place.
 func editFooVersion(t *testing.T, crd *unstructured.Unstructured, edit func(version map[string]interface{})) {
 	t.Helper()
 	versions, found, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
@@ -198,7 +198,7 @@ func notServed(api *apicheck.FooAPI) bool {
 }
 
 // badNameFoo is a Foo that only the standard CRD's schema rejects.
-func badNameFoo(ns, name string) *samplev1alpha1.Foo {
+func badNameFoo(ns, name string) *samplev1beta1.Foo {
 	return newFoo(ns, name, "Bad_Name", nil)
 }
 
@@ -208,7 +208,7 @@ func badNameFoo(ns, name string) *samplev1alpha1.Foo {
 func waitSchemaEnforced(t *testing.T, enforced bool) {
 	t.Helper()
 	eventually(t, convergeTimeout, fmt.Sprintf("Foo validation enforced=%v", enforced), func(ctx context.Context) (bool, error) {
-		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(metav1.NamespaceDefault).Create(ctx,
+		_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(metav1.NamespaceDefault).Create(ctx,
 			badNameFoo(metav1.NamespaceDefault, "schema-probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err == nil:

@@ -36,7 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 func getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
@@ -46,13 +46,13 @@ func getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, er
 // checkControlledBy says why d is not controlled by foo as the controller
 // sets it up (nil if it is): exactly one owner reference, the Foo's, with
 // controller and blockOwnerDeletion set.
-func checkControlledBy(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
+func checkControlledBy(d *appsv1.Deployment, foo *samplev1beta1.Foo) error {
 	refs := d.OwnerReferences
 	if len(refs) != 1 {
 		return fmt.Errorf("Deployment %s has %d owner references, want 1: %+v", d.Name, len(refs), refs)
 	}
 	ref := refs[0]
-	if ref.APIVersion != samplev1alpha1.SchemeGroupVersion.String() || ref.Kind != samplecontroller.FooKind || ref.Name != foo.Name ||
+	if ref.APIVersion != samplev1beta1.SchemeGroupVersion.String() || ref.Kind != samplecontroller.FooKind || ref.Name != foo.Name ||
 		ref.UID != foo.UID || ref.Controller == nil || !*ref.Controller ||
 		ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		return fmt.Errorf("Deployment %s owner reference %+v (controller=%v blockOwnerDeletion=%v) is not the controller reference of Foo %s uid %s",
@@ -70,7 +70,7 @@ func ptrBool(b *bool) string {
 
 // checkManagedDeployment says why d is not the Deployment the controller
 // makes for foo (nil if it is): owner, labels, selector, replicas, image.
-func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
+func checkManagedDeployment(d *appsv1.Deployment, foo *samplev1beta1.Foo) error {
 	if err := checkControlledBy(d, foo); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func checkControllerLabel(value, fooName string) error {
 
 // waitManagedDeployment waits until the Deployment name is the one the
 // controller makes for foo, and returns it.
-func waitManagedDeployment(t *testing.T, ns, name string, foo *samplev1alpha1.Foo) *appsv1.Deployment {
+func waitManagedDeployment(t *testing.T, ns, name string, foo *samplev1beta1.Foo) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
 	eventually(t, convergeTimeout, fmt.Sprintf("Deployment %s/%s managed for Foo %s", ns, name, foo.Name), func(ctx context.Context) (bool, error) {

@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // fooEvents lists the events recorded on the Foo with this uid, optionally
@@ -57,7 +57,7 @@ func describeEvents(events []corev1.Event) string {
 }
 
 // waitEvent waits until the Foo has at least one event with this reason.
-func waitEvent(t *testing.T, foo *samplev1alpha1.Foo, reason string) {
+func waitEvent(t *testing.T, foo *samplev1beta1.Foo, reason string) {
 	t.Helper()
 	eventually(t, convergeTimeout, fmt.Sprintf("a %s event on Foo %s", reason, foo.Name), func(ctx context.Context) (bool, error) {
 		events, err := fooEvents(ctx, foo.Namespace, string(foo.UID), reason)
@@ -70,7 +70,7 @@ func waitEvent(t *testing.T, foo *samplev1alpha1.Foo, reason string) {
 
 // expectOneEvent checks that the Foo has exactly one event with this reason,
 // of type eventType, from the controller, recorded once (count 1).
-func expectOneEvent(t *testing.T, foo *samplev1alpha1.Foo, eventType, reason string) corev1.Event {
+func expectOneEvent(t *testing.T, foo *samplev1beta1.Foo, eventType, reason string) corev1.Event {
 	t.Helper()
 	events, err := fooEvents(context.Background(), foo.Namespace, string(foo.UID), reason)
 	if err != nil {
@@ -89,7 +89,7 @@ func expectOneEvent(t *testing.T, foo *samplev1alpha1.Foo, eventType, reason str
 // waitEventCount waits until the Foo has exactly one event with this reason
 // and message, seen count times (the event recorder folds repeats of an
 // event into one Event with a count).
-func waitEventCount(t *testing.T, foo *samplev1alpha1.Foo, reason, message string, count int32) {
+func waitEventCount(t *testing.T, foo *samplev1beta1.Foo, reason, message string, count int32) {
 	t.Helper()
 	eventually(t, convergeTimeout, fmt.Sprintf("event %s %q on Foo %s, count %d", reason, message, foo.Name, count), func(ctx context.Context) (bool, error) {
 		events, err := fooEvents(ctx, foo.Namespace, string(foo.UID), reason)

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -39,17 +39,17 @@ func int32p(i int32) *int32 { return &i }
 
 // newFoo returns a Foo asking for the Deployment depName; replicas nil leaves
 // spec.replicas out.
-func newFoo(ns, name, depName string, replicas *int32) *samplev1alpha1.Foo {
-	return &samplev1alpha1.Foo{
+func newFoo(ns, name, depName string, replicas *int32) *samplev1beta1.Foo {
+	return &samplev1beta1.Foo{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       samplev1alpha1.FooSpec{DeploymentName: depName, Replicas: replicas},
+		Spec:       samplev1beta1.FooSpec{Deployment: samplev1beta1.FooDeployment{Name: depName}, Replicas: replicas},
 	}
 }
 
 // rawFooManifest is a Foo with the given spec, verbatim YAML indented under
 // "spec:"; with spec "" the Foo has no spec at all.
 func rawFooManifest(ns, name, spec string) string {
-	m := fmt.Sprintf("apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
+	m := fmt.Sprintf("apiVersion: samplecontroller.k8s.io/v1beta1\nkind: Foo\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
 	if spec != "" {
 		m += "spec:\n  " + strings.ReplaceAll(strings.TrimSpace(spec), "\n", "\n  ") + "\n"
 	}
@@ -57,9 +57,9 @@ func rawFooManifest(ns, name, spec string) string {
 }
 
 // createFoo creates foo with client-go.
-func createFoo(t *testing.T, foo *samplev1alpha1.Foo) *samplev1alpha1.Foo {
+func createFoo(t *testing.T, foo *samplev1beta1.Foo) *samplev1beta1.Foo {
 	t.Helper()
-	created, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(foo.Namespace).Create(context.Background(), foo, metav1.CreateOptions{})
+	created, err := cluster.Sample.SamplecontrollerV1beta1().Foos(foo.Namespace).Create(context.Background(), foo, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func createFoos(t *testing.T, ns, prefix string, n int) []string {
 	for i := range n {
 		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
 	}
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 	err := framework.Parallel(n, 8, func(i int) error {
 		_, err := fooClient.Create(context.Background(), newFoo(ns, names[i], names[i], nil), metav1.CreateOptions{})
 		return err
@@ -86,9 +86,9 @@ func createFoos(t *testing.T, ns, prefix string, n int) []string {
 	return names
 }
 
-func getFoo(t *testing.T, ns, name string) *samplev1alpha1.Foo {
+func getFoo(t *testing.T, ns, name string) *samplev1beta1.Foo {
 	t.Helper()
-	foo, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Get(context.Background(), name, metav1.GetOptions{})
+	foo, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,10 @@ func getFoo(t *testing.T, ns, name string) *samplev1alpha1.Foo {
 }
 
 // updateFoo changes a Foo with mutate, retrying on conflicts.
-func updateFoo(t *testing.T, ns, name string, mutate func(*samplev1alpha1.Foo)) *samplev1alpha1.Foo {
+func updateFoo(t *testing.T, ns, name string, mutate func(*samplev1beta1.Foo)) *samplev1beta1.Foo {
 	t.Helper()
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
-	var updated *samplev1alpha1.Foo
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
+	var updated *samplev1beta1.Foo
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		foo, err := fooClient.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -115,11 +115,11 @@ func updateFoo(t *testing.T, ns, name string, mutate func(*samplev1alpha1.Foo)) 
 	return updated
 }
 
-func readyCondition(foo *samplev1alpha1.Foo) *metav1.Condition {
+func readyCondition(foo *samplev1beta1.Foo) *metav1.Condition {
 	return meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 }
 
-func specReplicas(foo *samplev1alpha1.Foo) int32 {
+func specReplicas(foo *samplev1beta1.Foo) int32 {
 	if foo.Spec.Replicas == nil {
 		return 1
 	}
@@ -127,7 +127,7 @@ func specReplicas(foo *samplev1alpha1.Foo) int32 {
 }
 
 // describeFoo sums up a Foo's status for failure messages.
-func describeFoo(foo *samplev1alpha1.Foo) string {
+func describeFoo(foo *samplev1beta1.Foo) string {
 	c := readyCondition(foo)
 	ready := "no Ready condition"
 	if c != nil {
@@ -139,11 +139,11 @@ func describeFoo(foo *samplev1alpha1.Foo) string {
 }
 
 // waitFoo polls a Foo until ok says it is as wanted; it returns that Foo.
-func waitFoo(t *testing.T, ns, name, what string, ok func(*samplev1alpha1.Foo) bool) *samplev1alpha1.Foo {
+func waitFoo(t *testing.T, ns, name, what string, ok func(*samplev1beta1.Foo) bool) *samplev1beta1.Foo {
 	t.Helper()
-	var last *samplev1alpha1.Foo
+	var last *samplev1beta1.Foo
 	eventually(t, convergeTimeout, fmt.Sprintf("Foo %s/%s %s", ns, name, what), func(ctx context.Context) (bool, error) {
-		foo, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
+		foo, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -158,7 +158,7 @@ func waitFoo(t *testing.T, ns, name, what string, ok func(*samplev1alpha1.Foo) b
 
 // isReady: Ready=True reason Available, status describing the current
 // generation, every replica the spec asks for available.
-func isReady(foo *samplev1alpha1.Foo) bool {
+func isReady(foo *samplev1beta1.Foo) bool {
 	c := readyCondition(foo)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == samplecontroller.ReasonAvailable &&
 		c.ObservedGeneration == foo.Generation &&
@@ -167,16 +167,16 @@ func isReady(foo *samplev1alpha1.Foo) bool {
 		foo.Status.Replicas == specReplicas(foo)
 }
 
-func waitFooReady(t *testing.T, ns, name string) *samplev1alpha1.Foo {
+func waitFooReady(t *testing.T, ns, name string) *samplev1beta1.Foo {
 	t.Helper()
 	return waitFoo(t, ns, name, "Ready (Available, all replicas available, current generation)", isReady)
 }
 
 // waitFooNotReady waits for Ready=False with the given reason, for the
 // current generation.
-func waitFooNotReady(t *testing.T, ns, name, reason string) *samplev1alpha1.Foo {
+func waitFooNotReady(t *testing.T, ns, name, reason string) *samplev1beta1.Foo {
 	t.Helper()
-	return waitFoo(t, ns, name, "Ready=False reason "+reason, func(foo *samplev1alpha1.Foo) bool {
+	return waitFoo(t, ns, name, "Ready=False reason "+reason, func(foo *samplev1beta1.Foo) bool {
 		c := readyCondition(foo)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason &&
 			c.ObservedGeneration == foo.Generation && foo.Status.ObservedGeneration == foo.Generation

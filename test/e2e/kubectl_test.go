@@ -36,7 +36,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 	ns := newNamespace(t, "kubectl")
 	ensureStandardCRD(t)
 	startController(t, "controller", controllerArgs(ns)...)
-	foos := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	foos := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 
 	// Admission rejects what the schema forbids.
 	out := kubectlFails(t, rawFooManifest(ns, "bad-name", "deploymentName: Bad_Name"), "apply", "-f", "-")
@@ -79,7 +79,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 	waitManagedDeployment(t, ns, name, foo) // spec.replicas 3
 	waitFooReady(t, ns, name)
 
-	raw := kubectl(t, "get", "--raw", "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/"+ns+"/foos/"+name+"/scale")
+	raw := kubectl(t, "get", "--raw", "/apis/samplecontroller.k8s.io/v1beta1/namespaces/"+ns+"/foos/"+name+"/scale")
 	var scale autoscalingv1.Scale
 	if err := json.Unmarshal([]byte(raw), &scale); err != nil {
 		t.Fatalf("scale subresource: %v: %s", err, raw)

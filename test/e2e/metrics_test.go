@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -138,8 +138,8 @@ func TestReadyzWaitsForInformerSync(t *testing.T) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns + "-" + sa},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplecontroller.FooResource}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{samplev1beta1.SchemeGroupVersion.Group}, Resources: []string{samplecontroller.FooResource}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{samplev1beta1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// At start the controller reads the Foo CRD to check it.

@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
 	"github.com/kube-samples/sample-controller/test/monitoring"
@@ -357,7 +357,7 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 			t.Fatalf("E2E_MONITORING_HOLD: %v", err)
 		}
 		for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
-			updateFoo(t, ns, healthy.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(int32(1 + i%3)) })
+			updateFoo(t, ns, healthy.Name, func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(int32(1 + i%3)) })
 			time.Sleep(10 * time.Second)
 		}
 	}

@@ -34,7 +34,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -61,12 +61,12 @@ func TestOutdatedCRDIsRefusedAtStartWithTheFix(t *testing.T) {
 				delete(v, "subresources")
 				withClassicStatus(v)
 			},
-			missing: "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource; " +
+			missing: "version v1beta1 does not enable the status subresource; version v1beta1 does not enable the scale subresource; " +
 				"its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write",
 		},
 		"a CRD without subresources": {
 			edit:    func(v map[string]interface{}) { delete(v, "subresources") },
-			missing: "version v1alpha1 does not enable the status subresource; version v1alpha1 does not enable the scale subresource",
+			missing: "version v1beta1 does not enable the status subresource; version v1beta1 does not enable the scale subresource",
 		},
 		"a CRD without the status fields": {
 			edit:    withClassicStatus,
@@ -104,18 +104,18 @@ func TestStatusPrunedUnderARunningControllerIsReportedOnce(t *testing.T) {
 	putCRD(t, crd)
 	// The API server prunes what the schema lacks on reads as well: once
 	// the Foo reads back without its conditions, the old schema is in force.
-	waitFoo(t, ns, foo.Name, "the Foo read without conditions", func(f *samplev1alpha1.Foo) bool {
+	waitFoo(t, ns, foo.Name, "the Foo read without conditions", func(f *samplev1beta1.Foo) bool {
 		return len(f.Status.Conditions) == 0
 	})
 
 	// A change the controller reports in status: the write loses fields.
-	updateFoo(t, ns, foo.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(2) })
+	updateFoo(t, ns, foo.Name, func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) })
 	waitEvent(t, foo, samplecontroller.ReasonStatusPruned)
-	settled := waitFoo(t, ns, foo.Name, "status.availableReplicas 2 (the field the old schema keeps)", func(f *samplev1alpha1.Foo) bool {
+	settled := waitFoo(t, ns, foo.Name, "status.availableReplicas 2 (the field the old schema keeps)", func(f *samplev1beta1.Foo) bool {
 		return f.Status.AvailableReplicas == 2
 	})
 	consistently(t, 3*time.Second, "no rewrite of the pruned status, one event", func(ctx context.Context) error {
-		now, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, foo.Name, metav1.GetOptions{})
+		now, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Get(ctx, foo.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -46,7 +46,7 @@ func TestRenameMovesDeployment(t *testing.T) {
 	waitManagedDeployment(t, ns, "deploy-a", foo)
 	waitFooReady(t, ns, foo.Name)
 
-	foo = updateFoo(t, ns, foo.Name, func(f *samplev1alpha1.Foo) { f.Spec.DeploymentName = "deploy-b" })
+	foo = updateFoo(t, ns, foo.Name, func(f *samplev1beta1.Foo) { f.Spec.Deployment.Name = "deploy-b" })
 	waitManagedDeployment(t, ns, "deploy-b", foo)
 	waitDeploymentGone(t, ns, "deploy-a")
 	waitFooReady(t, ns, foo.Name)
@@ -121,7 +121,7 @@ func TestContestedDeploymentNameGoesToSecondFooOnceFreed(t *testing.T) {
 
 func deleteFoo(t *testing.T, ns, name string) {
 	t.Helper()
-	err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func waitGarbageCollectorKnowsFoos(t *testing.T, ns string) {
 	cm, err := cluster.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "gc-probe",
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: samplev1alpha1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind, Name: foo.Name, UID: foo.UID,
+			APIVersion: samplev1beta1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind, Name: foo.Name, UID: foo.UID,
 		}},
 	}}, metav1.CreateOptions{})
 	if err != nil {

@@ -36,7 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -74,7 +74,7 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 
 	foo := createFoo(t, newFoo(ns, "sa-foo", "sa-foo", int32p(2)))
 	foo = waitFooReady(t, ns, foo.Name)
-	waitManagedDeployment(t, ns, foo.Spec.DeploymentName, foo)
+	waitManagedDeployment(t, ns, foo.Spec.Deployment.Name, foo)
 	waitEvent(t, foo, samplecontroller.ReasonSynced) // events are written with the token too
 
 	// A periodic renewal (every -leader-elect-retry-period, 2 s) after the
@@ -223,8 +223,8 @@ func TestNamespacedRoleSufficesForNamespaceScopedMode(t *testing.T) {
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: account},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{samplecontroller.FooResource}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{samplev1alpha1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
+			{APIGroups: []string{samplev1beta1.SchemeGroupVersion.Group}, Resources: []string{samplecontroller.FooResource}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{samplev1beta1.SchemeGroupVersion.Group}, Resources: []string{"foos/status"}, Verbs: []string{"patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch", "create", "get", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
@@ -252,7 +252,7 @@ func TestNamespacedRoleSufficesForNamespaceScopedMode(t *testing.T) {
 
 	foo := createFoo(t, newFoo(ns, "tenant-foo", "tenant-foo", int32p(2)))
 	foo = waitFooReady(t, ns, foo.Name)
-	waitManagedDeployment(t, ns, foo.Spec.DeploymentName, foo)
+	waitManagedDeployment(t, ns, foo.Spec.Deployment.Name, foo)
 	waitEvent(t, foo, samplecontroller.ReasonSynced)
 	if lines := grepLines(c.Log(), regexp.MustCompile(`(?i)forbidden`)); len(lines) > 0 {
 		t.Errorf("the controller's log mentions forbidden:\n%s", strings.Join(lines, "\n"))

@@ -34,13 +34,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // expectRefusal waits for the Foo to report the refusal: Ready=False with
 // reason and a message carrying want, and exactly one Warning event saying
 // the same.
-func expectRefusal(t *testing.T, ns, name, reason, want string) *samplev1alpha1.Foo {
+func expectRefusal(t *testing.T, ns, name, reason, want string) *samplev1beta1.Foo {
 	t.Helper()
 	foo := waitFooNotReady(t, ns, name, reason)
 	msg := readyCondition(foo).Message
@@ -138,7 +138,7 @@ func TestAdmissionPolicyDenialIsReportedAndConvergesWhenLifted(t *testing.T) {
 	// Update refused: a Foo that was fine, scaled beyond the policy.
 	grown := createFoo(t, newFoo(ns, "grown", "grown", int32p(2)))
 	waitFooReady(t, ns, grown.Name)
-	updateFoo(t, ns, grown.Name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(7) })
+	updateFoo(t, ns, grown.Name, func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(7) })
 	expectRefusal(t, ns, grown.Name, samplecontroller.ReasonFailedUpdate, "at most 5 replicas per Deployment")
 	if d, err := getDeployment(context.Background(), ns, "grown"); err != nil || *d.Spec.Replicas != 2 {
 		t.Fatalf("the refused update changed the Deployment: %v", err)

@@ -32,7 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -158,7 +158,7 @@ func waitStatusWrite(t *testing.T, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 	list, err := fooClient.List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func waitStatusWrite(t *testing.T, ns string) {
 	}
 	defer w.Stop()
 	for event := range w.ResultChan() {
-		if foo, ok := event.Object.(*samplev1alpha1.Foo); ok && event.Type == "MODIFIED" && readyCondition(foo) != nil {
+		if foo, ok := event.Object.(*samplev1beta1.Foo); ok && event.Type == "MODIFIED" && readyCondition(foo) != nil {
 			return
 		}
 	}

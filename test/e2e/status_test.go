@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
 // Status: Ready with reason Available once rolled out, observedGeneration
@@ -44,7 +44,7 @@ func TestStatusReportsReadinessAndObservedGeneration(t *testing.T) {
 	}
 
 	generation := foo.Generation
-	foo = updateFoo(t, ns, name, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(2) })
+	foo = updateFoo(t, ns, name, func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) })
 	if foo.Generation != generation+1 {
 		t.Fatalf("generation %d after a spec change, want %d", foo.Generation, generation+1)
 	}

@@ -34,7 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -58,7 +58,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	)
 	ctx := context.Background()
 	deployments := cluster.Kube.AppsV1().Deployments(ns)
-	fooClient := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	fooClient := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 
 	// The controller below watches every namespace: no other controller
 	// may run meanwhile, or the two would race for the same Foos.
@@ -94,7 +94,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	var (
 		controller *framework.Controller
-		foo        *samplev1alpha1.Foo
+		foo        *samplev1beta1.Foo
 		deployment *appsv1.Deployment
 	)
 	step := func(name string, f func(t *testing.T)) {
@@ -154,7 +154,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	})
 
 	step("foo_scaled_to_3_scales_its_deployment", func(t *testing.T) {
-		foo = updateFoo(t, ns, fooName, func(f *samplev1alpha1.Foo) { f.Spec.Replicas = int32p(3) })
+		foo = updateFoo(t, ns, fooName, func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(3) })
 		deployment = waitManagedDeployment(t, ns, fooName, foo) // spec.replicas 3
 		foo = waitFooReady(t, ns, fooName)
 		if foo.Status.AvailableReplicas != 3 {

@@ -125,7 +125,7 @@ func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 	for i := range n {
 		name := chaosFooName(i)
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-		if _, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).Patch(context.Background(), name, types.MergePatchType,
+		if _, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(context.Background(), name, types.MergePatchType,
 			[]byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}

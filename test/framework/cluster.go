@@ -259,7 +259,7 @@ func (k *kwokctl) writePortsConfig() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1beta1
 kind: KwokctlConfiguration
 options:
   kubeApiserverPort: %d

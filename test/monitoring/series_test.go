@@ -34,7 +34,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1alpha1"
+	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
 

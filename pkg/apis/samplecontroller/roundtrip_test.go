@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package samplecontroller_test
 
 import (
 	"math/rand"
@@ -31,7 +31,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
+
+// versions are the served versions of the API: each is tested on its own.
+var versions = []struct {
+	gv          schema.GroupVersion
+	addToScheme func(*runtime.Scheme) error
+	pkg         string
+}{
+	{v1alpha1.SchemeGroupVersion, v1alpha1.AddToScheme, reflect.TypeFor[v1alpha1.Foo]().PkgPath()},
+	{v1beta1.SchemeGroupVersion, v1beta1.AddToScheme, reflect.TypeFor[v1beta1.Foo]().PkgPath()},
+}
 
 // The round-trip tests Kubernetes runs for every API type, here for Foo and
 // FooList: randomly filled objects must survive deep copy and serialization
@@ -48,12 +61,14 @@ import (
 // TestRoundTripTypes: Foo and FooList through deep copy, and through JSON
 // encoding and decoding, are unchanged.
 func TestRoundTripTypes(t *testing.T) {
-	scheme, codecs := testScheme(t)
-	filler := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(randomSeed(t)), codecs)
-	for _, gvk := range ourKinds(scheme).UnsortedList() {
-		t.Run(gvk.Kind, func(t *testing.T) {
-			roundtrip.RoundTripSpecificKindWithoutProtobuf(t, gvk, scheme, codecs, filler, nil)
-		})
+	for _, v := range versions {
+		scheme, codecs := testScheme(t, v.addToScheme)
+		filler := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(randomSeed(t)), codecs)
+		for _, gvk := range ourKinds(scheme, v.gv, v.pkg).UnsortedList() {
+			t.Run(v.gv.Version+"/"+gvk.Kind, func(t *testing.T) {
+				roundtrip.RoundTripSpecificKindWithoutProtobuf(t, gvk, scheme, codecs, filler, nil)
+			})
+		}
 	}
 }
 
@@ -61,36 +76,39 @@ func TestRoundTripTypes(t *testing.T) {
 // unstructured and back, through JSON and through CBOR, as the API server's
 // custom resource handler and dynamic clients handle them.
 func TestRoundTripToUnstructured(t *testing.T) {
-	scheme, _ := testScheme(t)
-	ours := ourKinds(scheme)
-	others := sets.New[schema.GroupVersionKind]()
-	for gvk := range scheme.AllKnownTypes() {
-		if !ours.Has(gvk) {
-			others.Insert(gvk)
-		}
+	for _, v := range versions {
+		t.Run(v.gv.Version, func(t *testing.T) {
+			scheme, _ := testScheme(t, v.addToScheme)
+			ours := ourKinds(scheme, v.gv, v.pkg)
+			others := sets.New[schema.GroupVersionKind]()
+			for gvk := range scheme.AllKnownTypes() {
+				if !ours.Has(gvk) {
+					others.Insert(gvk)
+				}
+			}
+			roundtrip.RoundtripToUnstructured(t, scheme, nil, others, ours)
+		})
 	}
-	roundtrip.RoundtripToUnstructured(t, scheme, nil, others, ours)
 }
 
-// testScheme holds this package's types and what AddToScheme registers with
-// them (the meta/v1 options kinds of the group).
-func testScheme(t *testing.T) (*runtime.Scheme, serializer.CodecFactory) {
+// testScheme holds a version's types and what its AddToScheme registers
+// with them (the meta/v1 options kinds of the group).
+func testScheme(t *testing.T, addToScheme func(*runtime.Scheme) error) (*runtime.Scheme, serializer.CodecFactory) {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	if err := AddToScheme(scheme); err != nil {
+	if err := addToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	return scheme, serializer.NewCodecFactory(scheme)
 }
 
-// ourKinds are the kinds of this group whose types this package defines;
-// apimachinery tests its own.
-func ourKinds(scheme *runtime.Scheme) sets.Set[schema.GroupVersionKind] {
-	pkg := reflect.TypeFor[Foo]().PkgPath()
+// ourKinds are the kinds of a group version whose types its package (pkg)
+// defines; apimachinery tests its own.
+func ourKinds(scheme *runtime.Scheme, gv schema.GroupVersion, pkg string) sets.Set[schema.GroupVersionKind] {
 	kinds := sets.New[schema.GroupVersionKind]()
-	for kind, typ := range scheme.KnownTypes(SchemeGroupVersion) {
+	for kind, typ := range scheme.KnownTypes(gv) {
 		if typ.PkgPath() == pkg {
-			kinds.Insert(SchemeGroupVersion.WithKind(kind))
+			kinds.Insert(gv.WithKind(kind))
 		}
 	}
 	return kinds
