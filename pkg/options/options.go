@@ -44,7 +44,17 @@ type Options struct {
 	Metrics        serving.MetricsOptions
 	ProbeAddr      string
 	LeaderElection leader.Config
+	Webhook        WebhookOptions
 	Logging        *logsapi.LoggingConfiguration
+}
+
+// WebhookOptions configure the conversion webhook every replica serves.
+type WebhookOptions struct {
+	BindAddress string
+	// Namespace holds the CA Secret; the Service is named there too.
+	Namespace string
+	// CASecretName is the Secret holding the CA.
+	CASecretName string
 }
 
 // AddFlags registers the command line on fs. Each flag's help says what it
@@ -84,6 +94,18 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&m.KeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081",
 		"Address to serve the /healthz and /readyz probes on. 0 disables it.")
+
+	w := &o.Webhook
+	fs.StringVar(&w.BindAddress, "webhook-bind-address", ":9443",
+		"Address to serve the Foo CRD's conversion webhook on, over HTTPS, from every replica. "+
+			"The API server calls it to read or write a Foo in a version other than the stored one. "+
+			"0 disables it.")
+	fs.StringVar(&w.Namespace, "webhook-namespace", leader.DefaultNamespace(),
+		"Namespace of the webhook's CA Secret and Service. "+
+			"Default: the pod's namespace in a cluster, else default.")
+	fs.StringVar(&w.CASecretName, "webhook-ca-secret", samplecontroller.WebhookCASecretName,
+		"Name of the Secret holding the CA the webhook's serving certificates are signed by, "+
+			"created by the first replica that finds none. The CRD's caBundle is kept to it.")
 
 	le := &o.LeaderElection
 	fs.BoolVar(&le.Enabled, "leader-elect", true,

@@ -45,6 +45,10 @@ import (
 // (kubectl runs there).
 const crdManifest = "artifacts/examples/crd.yaml"
 
+// caBundlePath is where a CRD holds the CA its conversion webhook is
+// trusted through.
+var caBundlePath = []string{"spec", "conversion", "webhook", "clientConfig", "caBundle"}
+
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // crds is the dynamic client for CustomResourceDefinitions (the module does
@@ -76,18 +80,37 @@ func standardCRD(t *testing.T) *unstructured.Unstructured {
 	if crd.GetName() != samplecontroller.FooCRDName {
 		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplecontroller.FooCRDName)
 	}
+	// The API server reaches the conversion webhook through the suite's
+	// stand-in for its Service, on 127.0.0.1, as a local run does (hack/run.sh).
+	url, err := cluster.WebhookURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedStringMap(crd.Object, map[string]string{"url": url},
+		"spec", "conversion", "webhook", "clientConfig"); err != nil {
+		t.Fatal(err)
+	}
 	return crd
 }
 
-// editFooVersion lets edit change the CRD's one version (v1beta1) in place.
+// editFooVersion lets edit change the CRD's version the controller speaks
+// (v1beta1) in place.
 func editFooVersion(t *testing.T, crd *unstructured.Unstructured, edit func(version map[string]interface{})) {
 	t.Helper()
 	versions, found, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if err != nil || !found || len(versions) != 1 {
-		t.Fatalf("%s: expected exactly one version, got %d (found=%v, err=%v)", crdManifest, len(versions), found, err)
+	if err != nil || !found {
+		t.Fatalf("%s: no versions (err=%v)", crdManifest, err)
 	}
-	version := versions[0].(map[string]interface{})
-	edit(version)
+	edited := false
+	for _, v := range versions {
+		if version := v.(map[string]interface{}); version["name"] == samplev1beta1.SchemeGroupVersion.Version {
+			edit(version)
+			edited = true
+		}
+	}
+	if !edited {
+		t.Fatalf("%s: no version %s", crdManifest, samplev1beta1.SchemeGroupVersion.Version)
+	}
 	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +136,15 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 			}
 			updated := current.DeepCopy()
 			updated.Object["spec"] = desired.DeepCopy().Object["spec"]
+			// The caBundle is the controller's (pkg/webhookcert), and
+			// stays, as with kubectl apply of a manifest that has none.
+			if caBundle, found, _ := unstructured.NestedString(current.Object, caBundlePath...); found {
+				if _, set, _ := unstructured.NestedString(desired.Object, caBundlePath...); !set {
+					if err := unstructured.SetNestedField(updated.Object, caBundle, caBundlePath...); err != nil {
+						return err
+					}
+				}
+			}
 			annotations := updated.GetAnnotations()
 			if annotations == nil {
 				annotations = map[string]string{}

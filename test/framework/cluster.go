@@ -455,6 +455,7 @@ func ignoreNotFound(err error) error {
 // Stop deletes the control plane if this process started it, whatever was
 // killed or paused in it; its logs are kept in Dir/logs for a post-mortem.
 func (c *Cluster) Stop() error {
+	c.stopWebhookService()
 	if c.Dir == "" {
 		// A cluster of the user's keeps running: remove what the suite
 		// added to it.

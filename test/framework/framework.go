@@ -81,6 +81,11 @@ type Cluster struct {
 	// (metrics_scraper.go).
 	scraperMu    sync.Mutex
 	scraperToken string
+
+	// webhook stands in for the conversion webhook's Service
+	// (webhook_service.go), once WebhookURL has been asked for.
+	webhookMu sync.Mutex
+	webhook   *webhookService
 }
 
 // startedClusters holds the clusters StartCluster started and Stop has not
@@ -279,9 +284,10 @@ type Controller struct {
 }
 
 // StartController runs the controller binary against the cluster. Its
-// metrics and probe servers listen on 127.0.0.1 with a port the kernel picks
+// metrics, probe and webhook servers listen on 127.0.0.1 with a port the kernel picks
 // (port 0), so that concurrent processes never race for a port; MetricsURL
-// and ProbeURL read the actual addresses from its log. args come after the
+// and ProbeURL read the actual addresses from its log, as the cluster's
+// stand-in for the webhook's Service does (WebhookURL). args come after the
 // defaults, so they can override them (e.g. -leader-elect=false).
 //
 // Metrics are served as by default, over HTTPS to authorized callers only;
@@ -302,13 +308,16 @@ func (c *Cluster) StartControllerWithEnv(bin, logDir, name string, env []string,
 		"-kubeconfig=" + c.Kubeconfig,
 		"-metrics-bind-address=127.0.0.1:0",
 		"-health-probe-bind-address=127.0.0.1:0",
+		"-webhook-bind-address=127.0.0.1:0",
 		"-v=2",
 	}, args...)
 	p, err := StartProcessWithEnv(name, filepath.Join(logDir, name+".log"), bin, env, all...)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{Process: p, scrapeToken: token}, nil
+	ctrl := &Controller{Process: p, scrapeToken: token}
+	c.addController(ctrl)
+	return ctrl, nil
 }
 
 // MetricsURL is the controller's /metrics URL, https:// unless it runs

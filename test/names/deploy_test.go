@@ -69,6 +69,9 @@ func deployFiles() map[string]deployObject {
 		"deployment.yaml":                  object("Deployment", name),
 		"poddisruptionbudget.yaml":         object("PodDisruptionBudget", name),
 		"service.yaml":                     object("Service", name+"-metrics"),
+		"webhook-role.yaml":                object("Role", name+"-webhook"),
+		"webhook-rolebinding.yaml":         object("RoleBinding", name+"-webhook"),
+		"webhook-service.yaml":             object("Service", samplecontroller.WebhookServiceName),
 	}
 }
 
@@ -167,6 +170,7 @@ func TestDeployBindingsGrantTheirRoleToTheControllersServiceAccount(t *testing.T
 	for file, role := range map[string]rbacv1.RoleRef{
 		"clusterrolebinding.yaml":          {APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		"leader-election-rolebinding.yaml": {APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-leader-election"},
+		"webhook-rolebinding.yaml":         {APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-webhook"},
 	} {
 		var binding struct {
 			RoleRef  rbacv1.RoleRef   `json:"roleRef"`

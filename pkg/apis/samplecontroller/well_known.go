@@ -29,6 +29,15 @@ const ControllerName = "sample-controller"
 // FooCRDName is the CustomResourceDefinition that serves the Foo API.
 const FooCRDName = FooResource + "." + GroupName
 
+// The conversion webhook's names. The CRD reaches every replica's webhook
+// through WebhookServiceName in the controller's namespace; the CA the
+// replicas sign their serving certificates with, and that the CRD's caBundle
+// trusts, is kept in the Secret WebhookCASecretName there.
+const (
+	WebhookServiceName  = ControllerName + "-webhook"
+	WebhookCASecretName = ControllerName + "-webhook-ca"
+)
+
 // Labels on every Deployment the controller manages, and on its pods.
 const (
 	// LabelManagedBy, set to ControllerName, marks the Deployments the
