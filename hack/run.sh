@@ -22,7 +22,11 @@ BIN="${ROOT}/_output/bin/sample-controller"
 # Metrics in plain HTTP without authentication (curl
 # http://127.0.0.1:8080/metrics), fine on loopback for a local run; in a
 # cluster the controller serves them over HTTPS to authorized callers only.
-DEFAULT_FLAGS=(-metrics-bind-address=127.0.0.1:8080 -metrics-secure=false -health-probe-bind-address=127.0.0.1:8081)
+# The conversion webhook too, on loopback, where the local control plane's
+# API server calls it (below).
+WEBHOOK_ADDRESS=127.0.0.1:9443
+DEFAULT_FLAGS=(-metrics-bind-address=127.0.0.1:8080 -metrics-secure=false -health-probe-bind-address=127.0.0.1:8081
+	-webhook-bind-address="${WEBHOOK_ADDRESS}")
 
 if [[ -n "${KUBECONFIG:-}" ]]; then
 	echo "Running against the cluster of KUBECONFIG=${KUBECONFIG}" >&2
@@ -56,6 +60,11 @@ trap 'exit 130' INT TERM
 # A control plane left behind by a killed run is deleted first.
 "${LOCAL_CLUSTER}" -dir="${KWOK_WORKDIR}" up >/dev/null
 kubectl apply -f "${ROOT}/artifacts/examples/crd.yaml" >&2
+# The CRD names the webhook's in-cluster Service (artifacts/deploy); here the
+# API server runs on this machine and calls the controller directly. The
+# controller sets the caBundle itself, as in a cluster.
+kubectl patch crd/foos.samplecontroller.k8s.io --type=json -p='[{"op": "replace",
+  "path": "/spec/conversion/webhook/clientConfig", "value": {"url": "https://'"${WEBHOOK_ADDRESS}"'/convert"}}]' >&2
 kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
 
 cat >&2 <<MSG

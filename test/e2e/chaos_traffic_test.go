@@ -76,7 +76,7 @@ var userOps = []userOp{
 		return err
 	}},
 	{"rename", 2, func(ctx context.Context, tr *traffic, foo string) error {
-		return tr.patchFoo(ctx, foo, fmt.Sprintf(`{"spec":{"deploymentName":"%s-r%d"}}`, foo, tr.intN(1000)))
+		return tr.patchFoo(ctx, foo, fmt.Sprintf(`{"spec":{"deployment":{"name":"%s-r%d"}}}`, foo, tr.intN(1000)))
 	}},
 	{"delete-foo", 1, func(ctx context.Context, tr *traffic, foo string) error {
 		if !tr.forget(foo) {

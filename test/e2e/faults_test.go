@@ -231,7 +231,7 @@ func testAPIServerPaused(t *testing.T, n int) {
 
 // The controller is SIGKILLed mid-convergence, and while it is down some
 // Foos that already have their Deployment are renamed
-// (spec.deploymentName). A new controller, once the Lease of the dead one
+// (spec.deployment.name). A new controller, once the Lease of the dead one
 // has expired, converges: no Foo gets a second Deployment for a name it
 // already has, and each renamed Foo ends with only its new Deployment.
 func testControllerKilled(t *testing.T, n int) {
@@ -260,7 +260,7 @@ func testControllerKilled(t *testing.T, n int) {
 	t.Logf("converged %v after the kill; restarted controller: %s", converged.Round(100*time.Millisecond), r.controllerFigures(t))
 }
 
-// renameSomeDeployedFoos changes spec.deploymentName of up to max Foos whose
+// renameSomeDeployedFoos changes spec.deployment.name of up to max Foos whose
 // Deployment exists, and returns their old Deployment names.
 func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool {
 	t.Helper()
@@ -279,7 +279,7 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 		if ref == nil || ref.Kind != samplecontroller.FooKind {
 			continue
 		}
-		patch := fmt.Sprintf(`{"spec":{"deploymentName":%q}}`, d.Name+"-renamed")
+		patch := fmt.Sprintf(`{"spec":{"deployment":{"name":%q}}}`, d.Name+"-renamed")
 		if _, err := fooClient.Patch(ctx, ref.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -39,11 +39,11 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 	foos := cluster.Sample.SamplecontrollerV1beta1().Foos(ns)
 
 	// Admission rejects what the schema forbids.
-	out := kubectlFails(t, rawFooManifest(ns, "bad-name", "deploymentName: Bad_Name"), "apply", "-f", "-")
-	if !strings.Contains(out, "spec.deploymentName") {
-		t.Errorf("kubectl apply of deploymentName Bad_Name: error does not mention spec.deploymentName:\n%s", out)
+	out := kubectlFails(t, rawFooManifest(ns, "bad-name", "deployment: {name: Bad_Name}"), "apply", "-f", "-")
+	if !strings.Contains(out, "spec.deployment.name") {
+		t.Errorf("kubectl apply of deployment name Bad_Name: error does not mention spec.deployment.name:\n%s", out)
 	}
-	out = kubectlFails(t, rawFooManifest(ns, "too-many", "deploymentName: too-many\nreplicas: 11"), "apply", "-f", "-")
+	out = kubectlFails(t, rawFooManifest(ns, "too-many", "deployment: {name: too-many}\nreplicas: 11"), "apply", "-f", "-")
 	if !strings.Contains(out, "spec.replicas") {
 		t.Errorf("kubectl apply of replicas 11: error does not mention spec.replicas:\n%s", out)
 	}
@@ -55,7 +55,7 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 
 	// spec.replicas defaults to 1.
 	const name = "web"
-	if out, err := cluster.Kubectl(rawFooManifest(ns, name, "deploymentName: "+name), "apply", "-f", "-"); err != nil {
+	if out, err := cluster.Kubectl(rawFooManifest(ns, name, "deployment: {name: "+name+"}"), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	} else if !strings.Contains(out, "foo.samplecontroller.k8s.io/"+name+" created") {
 		t.Fatalf("kubectl apply: %s", out)
@@ -105,13 +105,13 @@ func TestKubectlHandlesFoosAsBuiltInTypes(t *testing.T) {
 
 	// kubectl explain: the schema's descriptions are published (OpenAPI
 	// follows the CRD after a moment).
-	eventually(t, convergeTimeout, "kubectl explain foo.spec.deploymentName", func(context.Context) (bool, error) {
-		out, err := cluster.Kubectl("", "explain", "foo.spec.deploymentName")
+	eventually(t, convergeTimeout, "kubectl explain foo.spec.deployment.name", func(context.Context) (bool, error) {
+		out, err := cluster.Kubectl("", "explain", "foo.spec.deployment.name")
 		if err != nil {
 			return false, err
 		}
 		text := strings.Join(strings.Fields(out), " ")
-		for _, want := range []string{"FIELD: deploymentName <string>", "Name of the Deployment to create in the Foo's namespace. It must be a DNS-1123 subdomain"} {
+		for _, want := range []string{"FIELD: name <string>", "Name of the Deployment to create in the Foo's namespace. It must be a DNS-1123 subdomain"} {
 			if !strings.Contains(text, want) {
 				return false, fmt.Errorf("output lacks %q:\n%s", want, out)
 			}

@@ -35,7 +35,7 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// Renaming spec.deploymentName moves the Deployment: the controller creates
+// Renaming spec.deployment.name moves the Deployment: the controller creates
 // the new one and deletes the old one itself.
 func TestRenameMovesDeployment(t *testing.T) {
 	ns := newNamespace(t, "rename")

@@ -67,8 +67,8 @@ func TestControllerRefusesInvalidSpecOnceWithoutSchema(t *testing.T) {
 	foo := createFoo(t, badNameFoo(ns, "bad-name"))
 	foo = waitFooNotReady(t, ns, foo.Name, samplecontroller.ReasonInvalidSpec)
 	msg := readyCondition(foo).Message
-	if !strings.Contains(msg, "spec.deploymentName") || !strings.Contains(msg, "Bad_Name") {
-		t.Errorf("Ready message %q does not name spec.deploymentName and its value", msg)
+	if !strings.Contains(msg, "spec.deployment.name") || !strings.Contains(msg, "Bad_Name") {
+		t.Errorf("Ready message %q does not name spec.deployment.name and its value", msg)
 	}
 	waitEvent(t, foo, samplecontroller.ReasonInvalidSpec)
 	before := scrape(t, c)

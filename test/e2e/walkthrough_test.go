@@ -50,7 +50,7 @@ const exampleFooManifest = "artifacts/examples/example-foo.yaml"
 func TestReadmeWalkthrough(t *testing.T) {
 	const (
 		ns      = metav1.NamespaceDefault
-		fooName = "example-foo" // metadata.name and spec.deploymentName in example-foo.yaml
+		fooName = "example-foo" // metadata.name and spec.deployment.name in example-foo.yaml
 		// takenName is the Deployment someone made by hand, which
 		// rivalName asks for too.
 		takenName = "nginx-by-hand"
