@@ -55,6 +55,9 @@ type WebhookOptions struct {
 	Namespace string
 	// CASecretName is the Secret holding the CA.
 	CASecretName string
+	// CAValidity and CertValidity are the lifetimes of a new CA and of a
+	// replica's serving certificate; each is renewed after two thirds.
+	CAValidity, CertValidity time.Duration
 }
 
 // AddFlags registers the command line on fs. Each flag's help says what it
@@ -106,6 +109,12 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&w.CASecretName, "webhook-ca-secret", samplecontroller.WebhookCASecretName,
 		"Name of the Secret holding the CA the webhook's serving certificates are signed by, "+
 			"created by the first replica that finds none. The CRD's caBundle is kept to it.")
+	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", 5*365*24*time.Hour,
+		"Lifetime of a new webhook CA. After two thirds of it a replica makes the next CA; "+
+			"the CRD trusts both until the old one expires, so no call fails while replicas move over.")
+	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", 365*24*time.Hour,
+		"Lifetime of a replica's webhook serving certificate, signed in memory and renewed after two thirds "+
+			"(never beyond its CA's).")
 
 	le := &o.LeaderElection
 	fs.BoolVar(&le.Enabled, "leader-elect", true,

@@ -129,6 +129,17 @@ func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// Run runs a program of the repository (a script of hack/, named from the
+// root) against the cluster, as a user would with KUBECONFIG set, and
+// returns its output.
+func (c *Cluster) Run(program string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.Root, program), args...)
+	cmd.Dir = c.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 // BuildController builds the controller of the module at root into bin.
 // Suites that run side by side give each its own bin: go build replaces
 // the file, and a suite may be starting the binary just then.
@@ -335,6 +346,12 @@ func (c *Controller) MetricsURL() string {
 // ScrapeToken is the bearer token ScrapeURL sends to this controller: that
 // of its cluster's metrics scraper.
 func (c *Controller) ScrapeToken() string { return c.scrapeToken }
+
+// WebhookURL is the base URL of the controller's conversion webhook server
+// ("" if it never served).
+func (c *Controller) WebhookURL() string {
+	return c.servingURL("webhook")
+}
 
 // ProbeURL is the base URL of the controller's probe server; append /healthz
 // or /readyz ("" if it never served).
