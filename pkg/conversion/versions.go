@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package conversion converts Foos between the versions of the API the CRD
 // serves, for the API server, which calls the controller's conversion
 // webhook (webhook.go) whenever a client reads or writes a Foo in a version

@@ -29,6 +29,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/serving"
+	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
 // Options holds the command line.
@@ -109,10 +110,10 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&w.CASecretName, "webhook-ca-secret", samplecontroller.WebhookCASecretName,
 		"Name of the Secret holding the CA the webhook's serving certificates are signed by, "+
 			"created by the first replica that finds none. The CRD's caBundle is kept to it.")
-	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", 5*365*24*time.Hour,
+	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", webhookcert.DefaultCAValidity,
 		"Lifetime of a new webhook CA. After two thirds of it a replica makes the next CA; "+
 			"the CRD trusts both until the old one expires, so no call fails while replicas move over.")
-	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", 365*24*time.Hour,
+	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", webhookcert.DefaultLeafValidity,
 		"Lifetime of a replica's webhook serving certificate, signed in memory and renewed after two thirds "+
 			"(never beyond its CA's).")
 

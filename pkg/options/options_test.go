@@ -38,19 +38,22 @@ func TestFlags(t *testing.T) {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
 		t.Errorf("leader election defaults: %+v", le)
 	}
-	if o.Webhook != (WebhookOptions{BindAddress: ":9443", Namespace: "default", CASecretName: "sample-controller-webhook-ca"}) {
+	if o.Webhook != (WebhookOptions{BindAddress: ":9443", Namespace: "default", CASecretName: "sample-controller-webhook-ca",
+		CAValidity: 10 * 365 * 24 * time.Hour, CertValidity: 90 * 24 * time.Hour}) {
 		t.Errorf("webhook defaults: %+v", o.Webhook)
 	}
 	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
 		"-kube-api-burst=60", "-leader-elect=false", "-profiling", "-v=4", "-logging-format=json",
-		"-webhook-bind-address=127.0.0.1:0", "-webhook-namespace=ops", "-webhook-ca-secret=ca"}); err != nil {
+		"-webhook-bind-address=127.0.0.1:0", "-webhook-namespace=ops", "-webhook-ca-secret=ca",
+		"-webhook-ca-validity=2h", "-webhook-cert-validity=1h"}); err != nil {
 		t.Fatal(err)
 	}
 	if o.Namespace != "team-a" || o.Workers != 3 || o.ResyncPeriod != time.Minute || o.KubeAPIQPS != 50 ||
 		o.KubeAPIBurst != 60 || o.LeaderElection.Enabled || !o.Metrics.Profiling || o.Logging.Format != "json" || o.Logging.Verbosity != 4 {
 		t.Errorf("parsed: %+v, logging %+v", o, o.Logging)
 	}
-	if o.Webhook != (WebhookOptions{BindAddress: "127.0.0.1:0", Namespace: "ops", CASecretName: "ca"}) {
+	if o.Webhook != (WebhookOptions{BindAddress: "127.0.0.1:0", Namespace: "ops", CASecretName: "ca",
+		CAValidity: 2 * time.Hour, CertValidity: time.Hour}) {
 		t.Errorf("parsed webhook options: %+v", o.Webhook)
 	}
 }

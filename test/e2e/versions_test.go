@@ -1,3 +1,5 @@
+//go:build e2e
+
 /*
 Copyright The Sample Controller Authors.
 
@@ -13,6 +15,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package e2e
 
 // Two versions of the Foo API served at once: v1beta1, which etcd stores and

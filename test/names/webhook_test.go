@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package names
 
 import (
@@ -115,8 +116,8 @@ func TestClusterRoleGrantsTheFooCRDOnly(t *testing.T) {
 		}
 	}
 	if len(rules) != 1 || !slices.Equal(rules[0].ResourceNames, []string{samplecontroller.FooCRDName}) ||
-		!slices.Equal(rules[0].Verbs, []string{"get", "list", "watch", "patch"}) {
-		t.Errorf("%s/clusterrole.yaml: CRD rules %+v, want get, list, watch and patch of %s alone", deployDir, rules,
+		!slices.Equal(rules[0].Verbs, []string{"list", "watch", "patch"}) {
+		t.Errorf("%s/clusterrole.yaml: CRD rules %+v, want list, watch and patch of %s alone", deployDir, rules,
 			samplecontroller.FooCRDName)
 	}
 }
