@@ -170,7 +170,9 @@ func run(ctx context.Context, o *options.Options) error {
 // startWebhook serves the conversion webhook on o.BindAddress with a
 // certificate signed by the CA of the Secret o.CASecretName, which the
 // Foo CRD's caBundle is kept to trust (pkg/webhookcert), until ctx ends.
-func startWebhook(ctx context.Context, o options.WebhookOptions, cfg, kubeCfg *rest.Config) (*webhookcert.Manager, error) {
+func startWebhook(
+	ctx context.Context, o options.WebhookOptions, cfg, kubeCfg *rest.Config,
+) (*webhookcert.Manager, error) {
 	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the webhook's kubernetes clientset: %w", err)

@@ -131,7 +131,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 				t.Errorf("%s: Warning events after the upgrade: %s", foo.Name, describeEvents(warnings))
 			}
 		}
-		expectZeroWritesAtRest(t, c, ns)
+		expectZeroWritesAtRest(t, c)
 		expectSameDeployments(t, deploymentsBefore, deploymentsOf(t, ns))
 		// Status goes on: a change made after the upgrade is reported.
 		updateFoo(t, ns, "foo-0", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) })
@@ -156,7 +156,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 			}
 		}
 		expectStored(t, ns, "v1beta1")
-		eventually(t, convergeTimeout, "storedVersions v1beta1 alone", func(ctx context.Context) (bool, error) {
+		eventually(t, convergeTimeout, "storedVersions v1beta1 alone", func(context.Context) (bool, error) {
 			got := storedVersions(t)
 			return len(got) == 1 && got[0] == "v1beta1", fmt.Errorf("storedVersions %v", got)
 		})
@@ -389,7 +389,7 @@ func warningEvents(t *testing.T, ns string, foo *samplev1beta1.Foo) []corev1.Eve
 
 // expectZeroWritesAtRest: over a window of more than two resyncs, the
 // controller sends no write request.
-func expectZeroWritesAtRest(t *testing.T, c *framework.Controller, ns string) {
+func expectZeroWritesAtRest(t *testing.T, c *framework.Controller) {
 	t.Helper()
 	writes := writeRequests(scrape(t, c))
 	consistently(t, 12*time.Second, "no write requests at rest", func(ctx context.Context) error {

@@ -293,7 +293,7 @@ func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {
 
 	// The renewal is the controller's own work, due 60 s after the CA was
 	// made; the wait allows for a slow machine on top.
-	eventually(t, 3*time.Minute, "the controller to serve a certificate of the next CA", func(ctx context.Context) (bool, error) {
+	eventually(t, 3*time.Minute, "the controller to serve a certificate of the next CA", func(context.Context) (bool, error) {
 		next := caOf(t, ns, secret)
 		if next.Equal(first) {
 			return false, fmt.Errorf("the CA is still the first")
