@@ -58,13 +58,12 @@ var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// The lifetimes of the tests: with the hour certificates are backdated by,
-// a CA lives 300 h and is rotated 200 h after its NotBefore, 199 h after it
-// was made; a leaf issued at t lives 30 h, from t-1h, and is reissued at
-// t+19h.
+// The lifetimes of the tests: a CA made at t is valid from t-1h (the
+// backdate) to t+300h and renewed at t+200h; a leaf issued at t is valid to
+// t+30h and reissued at t+20h. The backdate is no part of either life.
 const (
-	testCAValidity   = 299 * time.Hour
-	testLeafValidity = 29 * time.Hour
+	testCAValidity   = 300 * time.Hour
+	testLeafValidity = 30 * time.Hour
 )
 
 // fixture is one API server's state, the fakes, shared by the managers a

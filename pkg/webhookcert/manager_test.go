@@ -102,13 +102,13 @@ func TestNoSecretCreatesTheCAWritesTheCABundleAndServesATrustedLeaf(t *testing.T
 		t.Errorf("caBundle:\n%s\nwant trusted.crt:\n%s", bundle, secret.Data["trusted.crt"])
 	}
 	ca := f.signingCA(t)
-	if !ca.NotAfter.Equal(t0.Add(299*time.Hour)) || !ca.NotBefore.Equal(t0.Add(-time.Hour)) {
-		t.Errorf("CA valid %s to %s, want from an hour before t0 to 299 h after", ca.NotBefore, ca.NotAfter)
+	if !ca.NotAfter.Equal(t0.Add(300*time.Hour)) || !ca.NotBefore.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("CA valid %s to %s, want from an hour before t0 to 300 h after", ca.NotBefore, ca.NotAfter)
 	}
 
 	f.observe(t, m)
-	if next := reconcile(ctx, t, m); next != 19*time.Hour {
-		t.Errorf("next reconcile in %s, want 19h0m0s (the leaf two thirds through its 30 h)", next)
+	if next := reconcile(ctx, t, m); next != 20*time.Hour {
+		t.Errorf("next reconcile in %s, want 20h0m0s (the leaf two thirds through its 30 h)", next)
 	}
 	wantWrites(t, f, "second reconcile")
 	leaf := f.servesTrusted(t, m)
@@ -124,7 +124,7 @@ func TestNoSecretCreatesTheCAWritesTheCABundleAndServesATrustedLeaf(t *testing.T
 	if !slices.Equal(leaf.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
 		t.Errorf("leaf extended key usages %v, want server auth only", leaf.ExtKeyUsage)
 	}
-	if !leaf.NotAfter.Equal(t0.Add(29 * time.Hour)) {
+	if !leaf.NotAfter.Equal(t0.Add(30 * time.Hour)) {
 		t.Errorf("leaf valid until %s, want t0+29h", leaf.NotAfter)
 	}
 
@@ -151,8 +151,8 @@ func TestAtRestReconcileWritesNothing(t *testing.T) {
 	f.clock.Step(18 * time.Hour)
 	for range 2 {
 		f.observe(t, m)
-		if next := reconcile(ctx, t, m); next != time.Hour {
-			t.Errorf("next reconcile in %s, want 1h0m0s (t0+19h)", next)
+		if next := reconcile(ctx, t, m); next != 2*time.Hour {
+			t.Errorf("next reconcile in %s, want 2h0m0s (t0+20h)", next)
 		}
 	}
 	wantWrites(t, f, "at rest")
@@ -200,11 +200,11 @@ func TestCARotationSwitchesTheLeafOnlyOnceTheCABundleIsSeenToTrustTheNewCA(t *te
 	oldLeaf := atRest(ctx, t, f, m)
 	oldCA := f.signingCA(t)
 	oldBundle := f.caBundle(t)
-	if !oldLeaf.NotAfter.Equal(t0.Add(299 * time.Hour)) {
-		t.Fatalf("leaf valid until %s, want the CA's NotAfter, t0+299h", oldLeaf.NotAfter)
+	if !oldLeaf.NotAfter.Equal(t0.Add(300 * time.Hour)) {
+		t.Fatalf("leaf valid until %s, want the CA's NotAfter, t0+300h", oldLeaf.NotAfter)
 	}
 
-	// 200 h: the CA is past two thirds of its life (199 h after it was made).
+	// 200 h: the CA is two thirds through its life.
 	f.clock.Step(200 * time.Hour)
 	reconcile(ctx, t, m)
 	wantWrites(t, f, "rotation", updateSecret, patchCRD)
@@ -229,16 +229,16 @@ func TestCARotationSwitchesTheLeafOnlyOnceTheCABundleIsSeenToTrustTheNewCA(t *te
 	}
 
 	f.observe(t, m)
-	if next := reconcile(ctx, t, m); next != 199*time.Hour {
-		t.Errorf("next reconcile in %s, want 199h0m0s (new CA and new leaf at t0+399h)", next)
+	if next := reconcile(ctx, t, m); next != 200*time.Hour {
+		t.Errorf("next reconcile in %s, want 200h0m0s (new CA and new leaf at t0+400h)", next)
 	}
 	wantWrites(t, f, "after the caBundle was seen")
 	newLeaf := f.servesTrusted(t, m)
 	if err := newLeaf.CheckSignatureFrom(newCA); err != nil {
 		t.Errorf("leaf not signed by the new CA: %v", err)
 	}
-	if !newLeaf.NotAfter.Equal(t0.Add(499 * time.Hour)) {
-		t.Errorf("new leaf valid until %s, want the new CA's NotAfter, t0+499h", newLeaf.NotAfter)
+	if !newLeaf.NotAfter.Equal(t0.Add(500 * time.Hour)) {
+		t.Errorf("new leaf valid until %s, want the new CA's NotAfter, t0+500h", newLeaf.NotAfter)
 	}
 	if _, err := handshake(m, oldBundle, f.clock.Now()); err == nil {
 		t.Error("the new leaf verifies against the old caBundle: it is not the new CA's")
@@ -251,25 +251,25 @@ func TestLeafIsReissuedTwoThirdsThroughItsLife(t *testing.T) {
 	m := f.manager()
 	first := atRest(ctx, t, f, m)
 
-	f.clock.Step(19*time.Hour - time.Second)
+	f.clock.Step(20*time.Hour - time.Second)
 	reconcile(ctx, t, m)
 	if leaf := f.servesTrusted(t, m); !leaf.Equal(first) {
 		t.Error("leaf reissued a second early")
 	}
 	f.clock.Step(time.Second)
-	if next := reconcile(ctx, t, m); next != 19*time.Hour {
-		t.Errorf("next reconcile in %s, want 19h0m0s", next)
+	if next := reconcile(ctx, t, m); next != 20*time.Hour {
+		t.Errorf("next reconcile in %s, want 20h0m0s", next)
 	}
 	wantWrites(t, f, "leaf reissue")
 	second := f.servesTrusted(t, m)
 	if second.Equal(first) {
-		t.Fatal("leaf not reissued at t0+19h")
+		t.Fatal("leaf not reissued at t0+20h")
 	}
 	if err := second.CheckSignatureFrom(f.signingCA(t)); err != nil {
 		t.Errorf("reissued leaf not signed by the same CA: %v", err)
 	}
-	if !second.NotAfter.Equal(t0.Add(48 * time.Hour)) {
-		t.Errorf("reissued leaf valid until %s, want t0+48h", second.NotAfter)
+	if !second.NotAfter.Equal(t0.Add(50 * time.Hour)) {
+		t.Errorf("reissued leaf valid until %s, want t0+50h", second.NotAfter)
 	}
 }
 
@@ -425,7 +425,7 @@ func TestRotationDropsExpiredCAsFromTrusted(t *testing.T) {
 	f.options.LeafValidity = 1000 * time.Hour
 	m := f.manager()
 	atRest(ctx, t, f, m)
-	first := f.signingCA(t) // expires at t0+299h
+	first := f.signingCA(t) // expires at t0+300h
 
 	f.clock.Step(200 * time.Hour)
 	reconcile(ctx, t, m)

@@ -349,10 +349,14 @@ func (m *Manager) nextDeadline(now time.Time, ca *authority) time.Duration {
 	return max(next, 0)
 }
 
-// renewAt is when c is two thirds through its life.
+// renewAt is when c is two thirds through its life, counted from its
+// issue: NotBefore is backdated (backdate), which is no part of the life
+// it was issued for. Counting the backdate in would make a short-lived
+// certificate due at once, and renewed again and again.
 func renewAt(c *x509.Certificate) time.Time {
-	life := c.NotAfter.Sub(c.NotBefore)
-	return c.NotBefore.Add(life - life/3)
+	issued := c.NotBefore.Add(backdate)
+	life := c.NotAfter.Sub(issued)
+	return issued.Add(life - life/3)
 }
 
 func derOf(certs []*x509.Certificate) [][]byte {

@@ -77,7 +77,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	waitFooAPI(t, "foos of the release", func(api *apicheck.FooAPI) bool { return len(api.OlderVersions) == 1 })
 
 	ns := newNamespace(t, "upgrade")
-	release, err := cluster.StartController(releaseBin, logDir, t.Name()+"-release", controllerArgs(ns)...)
+	release, err := cluster.StartReleaseController(releaseBin, logDir, t.Name()+"-release", controllerArgs(ns)...)
 	if err != nil {
 		t.Fatal(err)
 	}

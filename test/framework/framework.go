@@ -311,6 +311,17 @@ func (c *Cluster) StartController(bin, logDir, name string, args ...string) (*Co
 // the controller's environment: client-go reads its feature gates from
 // there (KUBE_FEATURE_<name>).
 func (c *Cluster) StartControllerWithEnv(bin, logDir, name string, env []string, args ...string) (*Controller, error) {
+	return c.startController(bin, logDir, name, env, append([]string{"-webhook-bind-address=127.0.0.1:0"}, args...))
+}
+
+// StartReleaseController is StartController for the binary of a release
+// before the conversion webhook, whose command line has no -webhook-*
+// flags.
+func (c *Cluster) StartReleaseController(bin, logDir, name string, args ...string) (*Controller, error) {
+	return c.startController(bin, logDir, name, nil, args)
+}
+
+func (c *Cluster) startController(bin, logDir, name string, env, args []string) (*Controller, error) {
 	token, err := c.ensureMetricsScraper(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("setting up the metrics scraper: %w", err)
@@ -319,7 +330,6 @@ func (c *Cluster) StartControllerWithEnv(bin, logDir, name string, env []string,
 		"-kubeconfig=" + c.Kubeconfig,
 		"-metrics-bind-address=127.0.0.1:0",
 		"-health-probe-bind-address=127.0.0.1:0",
-		"-webhook-bind-address=127.0.0.1:0",
 		"-v=2",
 	}, args...)
 	p, err := StartProcessWithEnv(name, filepath.Join(logDir, name+".log"), bin, env, all...)
