@@ -42,8 +42,8 @@ import (
 
 // The ServiceAccount of artifacts/deploy, with nothing but its token, runs
 // the controller through start-up, leader election (acquire, renew, release)
-// and a Foo's whole convergence without one forbidden request; and it cannot
-// read Secrets.
+// and a Foo's whole convergence without one forbidden request, serving the
+// conversion webhook; and it cannot read Secrets but its CA's.
 func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)
@@ -66,8 +66,10 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	// -leader-elect-id. Nobody else uses that Lease: the replicas of
 	// artifacts/deploy are kwok's fake pods, and no other test uses the
 	// namespace. -namespace keeps the controller off other tests' Foos.
+	// The webhook's CA Secret is the deployed one too, in the namespace its
+	// Role is in.
 	c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns,
-		"-leader-elect=true", "-leader-elect-namespace="+deployNamespace)
+		"-leader-elect=true", "-leader-elect-namespace="+deployNamespace, "-webhook-namespace="+deployNamespace)
 	identity := leaderElectionIdentity(t, c)
 	waitControllerReady(t, c)
 	waitLeaseHolder(t, deployNamespace, deployName, identity)
@@ -244,9 +246,10 @@ func TestNamespacedRoleSufficesForNamespaceScopedMode(t *testing.T) {
 
 	kubeconfig := serviceAccountKubeconfig(t, ns, account)
 	// Metrics off: delegated authentication of scrapes needs TokenReviews
-	// and SubjectAccessReviews, which are cluster-scoped.
+	// and SubjectAccessReviews, which are cluster-scoped. The webhook off:
+	// its caBundle is in the CRD, cluster-scoped too.
 	c := startController(t, "controller", "-kubeconfig="+kubeconfig, "-namespace="+ns,
-		"-leader-elect=true", "-leader-elect-namespace="+ns, "-metrics-bind-address=0")
+		"-leader-elect=true", "-leader-elect-namespace="+ns, "-metrics-bind-address=0", "-webhook-bind-address=0")
 	waitControllerReady(t, c)
 	waitLeaseHolder(t, ns, samplecontroller.ControllerName, leaderElectionIdentity(t, c))
 

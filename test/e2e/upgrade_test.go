@@ -108,7 +108,9 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	expectStored(t, ns, "v1alpha1")
 	deploymentsBefore := deploymentsOf(t, ns)
 
-	// The upgrade: the CRD first, then the controller replaced.
+	// The upgrade: the CRD first, then the controller replaced. The new
+	// controller runs to the end: the migration needs its webhook.
+	parent := t
 	if !t.Run("upgrade", func(t *testing.T) {
 		putCRD(t, standardCRD(t))
 		waitStandardCRD(t)
@@ -118,7 +120,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		if _, err := release.Wait(time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		c := startControllerFor(t, t, "controller", controllerArgs(ns, "-resync-period=5s")...)
+		c := startControllerFor(parent, t, "controller", controllerArgs(ns, "-resync-period=5s")...)
 		waitControllerReady(t, c)
 		for i := range upgradeFoos {
 			foo := waitFoo(t, ns, fmt.Sprintf("foo-%d", i), "Ready, observed at its generation", func(f *samplev1beta1.Foo) bool {

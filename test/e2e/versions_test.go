@@ -302,7 +302,10 @@ func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return served == next.Subject.String(), fmt.Errorf("served issuer %q, the next CA is %q", served, next.Subject)
+		if served != next.Subject.String() {
+			return false, fmt.Errorf("served issuer %q, the next CA is %q", served, next.Subject)
+		}
+		return true, nil
 	})
 	// A few more reads with the new certificate.
 	n := reads.Load()
