@@ -36,7 +36,8 @@ var leftoverPatterns = []struct {
 }{
 	{"module path", regexp.MustCompile(`kube-samples`)},
 	{"API group, its package, metric prefix or name", regexp.MustCompile(`(?i)sample[-_ ]?controller`)},
-	{"API client alias", regexp.MustCompile(`\bsample(v1alpha1|scheme|clientset|Client|InformerFactory|Factory)\b`)},
+	{"API client alias", regexp.MustCompile(`\bsample(` + strings.Join(oldVersions, "|") +
+		`|scheme|clientset|Client|InformerFactory|Factory)\b`)},
 	{kindForm, regexp.MustCompile(`Foos?([^a-z0-9]|$)`)},
 	{kindForm, regexp.MustCompile(`(^|[^A-Za-z])foos?([^a-z]|$)`)},
 	{kindForm, regexp.MustCompile(`(^|[^A-Z])FOOS?([^A-Za-z]|$)`)},

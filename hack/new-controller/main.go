@@ -59,7 +59,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 		"e.g. example.com/policy-operator")
 	fs.StringVar(&o.Group, "group", "", "its API group (required), a DNS subdomain with a dot, e.g. policies.example.com")
 	fs.StringVar(&o.Kind, "kind", "", "its kind (required), UpperCamelCase, e.g. Policy")
-	fs.StringVar(&o.Version, "version", oldVersion, "its API version")
 	fs.StringVar(&o.Plural, "plural", "", "the resource's plural (default: the kind's English plural in lower case, "+
 		"Policy -> policies, Ingress -> ingresses)")
 	fs.StringVar(&o.Singular, "singular", "", "the resource's singular (default: the kind in lower case)")
@@ -135,7 +134,7 @@ func findTemplate(root string) (string, string, error) {
 	}
 	// A copy has the generators but not the template's API: renaming it
 	// again would rename nothing.
-	for _, p := range []string{"hack/update-codegen.sh", "pkg/apis/" + oldGroupPackage + "/" + oldVersion + "/types.go"} {
+	for _, p := range []string{"hack/update-codegen.sh", "pkg/apis/" + oldGroupPackage + "/" + oldStorageVersion + "/types.go"} {
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
 			return "", "", fmt.Errorf("%s (module %s) is not this template: it has no %s", root, module, p)
 		}
@@ -173,5 +172,5 @@ Next:
   make test    # everything CI runs
 What a %[4]s asks for is in pkg/apis/%[10]s/%[7]s/types.go (then make generate); how the controller maps it onto a
 Deployment is in pkg/desired/deployment.go. README.md and docs/ are rewritten for the new names.
-`, n.Name, dir, n.Module, n.Kind, n.Plural, n.Group, n.Version, n.ShortName, n.Singular, n.GroupPackage)
+`, n.Name, dir, n.Module, n.Kind, n.Plural, n.Group, oldStorageVersion, n.ShortName, n.Singular, n.GroupPackage)
 }

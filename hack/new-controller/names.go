@@ -33,8 +33,14 @@ const (
 	oldShortName    = "fo"
 	oldName         = "sample-controller"
 	oldMetricPrefix = "samplecontroller"
-	oldVersion      = "v1alpha1"
+	// oldStorageVersion is the version the controller reads and writes.
+	oldStorageVersion = "v1beta1"
 )
+
+// oldVersions are the versions of the template's API, which the copy serves
+// as they are, under its own group and kind (docs/api-versions.md says how
+// a fork adds its next one and retires the old).
+var oldVersions = []string{"v1alpha1", oldStorageVersion}
 
 // names is everything the copy is called, each form spelled out once.
 type names struct {
@@ -47,7 +53,6 @@ type names struct {
 	// GroupGoName is client-gen's and informer-gen's name for the group:
 	// namer.IC of the group's first label, e.g. PoliciesV1alpha1().
 	GroupGoName  string // Policies
-	Version      string // v1alpha1
 	Kind         string // Policy
 	KindPlural   string // Policies: in identifiers (enqueuePolicies)
 	Plural       string // policies: the resource

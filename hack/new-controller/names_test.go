@@ -31,14 +31,14 @@ func TestPluralsOfKinds(t *testing.T) {
 }
 
 func TestNamesDerivedFromModuleGroupAndKind(t *testing.T) {
-	got, err := derive(options{Module: "example.com/policy-operator", Group: "policies.example.com", Kind: "Policy",
-		Version: "v1alpha1"}, "github.com/kube-samples/sample-controller")
+	got, err := derive(options{Module: "example.com/policy-operator", Group: "policies.example.com", Kind: "Policy"},
+		"github.com/kube-samples/sample-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := names{
 		Module: "example.com/policy-operator", Group: "policies.example.com", GroupPackage: "policies",
-		GroupGoName: "Policies", Version: "v1alpha1", Kind: "Policy", KindPlural: "Policies", Plural: "policies",
+		GroupGoName: "Policies", Kind: "Policy", KindPlural: "Policies", Plural: "policies",
 		Singular: "policy", ShortName: "pol", Name: "policy-operator", MetricPrefix: "policy_operator",
 	}
 	if got != want {
@@ -48,14 +48,14 @@ func TestNamesDerivedFromModuleGroupAndKind(t *testing.T) {
 
 func TestNamesOverridden(t *testing.T) {
 	got, err := derive(options{Module: "example.com/team/octo/v2", Group: "sea.example.com", Kind: "Octopus",
-		Version: "v1beta1", Plural: "octopodes", Singular: "octo", ShortName: "oc", Metrics: "sea"},
+		Plural: "octopodes", Singular: "octo", ShortName: "oc", Metrics: "sea"},
 		"github.com/kube-samples/sample-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := names{
 		Module: "example.com/team/octo/v2", Group: "sea.example.com", GroupPackage: "sea", GroupGoName: "Sea",
-		Version: "v1beta1", Kind: "Octopus", KindPlural: "Octopodes", Plural: "octopodes", Singular: "octo",
+		Kind: "Octopus", KindPlural: "Octopodes", Plural: "octopodes", Singular: "octo",
 		ShortName: "oc", Name: "octo", MetricPrefix: "sea",
 	}
 	if got != want {

@@ -73,8 +73,6 @@ func TestBadInputIsRefusedAndNothingWritten(t *testing.T) {
 			[]string{`-name "Policy_Operator" (the controller's name`, "is not a DNS-1123 label of at most 40 characters"}},
 		{"metric prefix ending in _", map[string]string{"-metric-prefix": "policy_"}, "",
 			[]string{`-metric-prefix "policy_" is not lower-case letters`}},
-		{"version that is no API version", map[string]string{"-version": "1.0"}, "",
-			[]string{`-version "1.0" is not a Kubernetes API version`}},
 		{"two problems at once", map[string]string{"-group": "policies", "-kind": "policy"}, "",
 			[]string{`-group "policies" is not a DNS-1123 subdomain`, `-kind "policy" is not UpperCamelCase`}},
 		{"target that is not empty", nil, "README.md",
@@ -182,7 +180,7 @@ func TestTemplateThatIsACopyIsRefused(t *testing.T) {
 	parent := t.TempDir()
 	err := run([]string{"-template=" + copyRoot, "-module=example.com/other", "-group=others.example.com",
 		"-kind=Other", "-verify=false", filepath.Join(parent, "other")}, &bytes.Buffer{}, &bytes.Buffer{})
-	want := "(module example.com/policy-operator) is not this template: it has no pkg/apis/samplecontroller/v1alpha1/types.go"
+	want := "(module example.com/policy-operator) is not this template: it has no pkg/apis/samplecontroller/v1beta1/types.go"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("run on a copy: %v; want an error containing %q", err, want)
 	}

@@ -18,6 +18,7 @@ package main
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -158,11 +159,8 @@ var (
 )
 
 // groupRules rewrite the module path, the API group and its Go package, the
-// version, the controller's name and the metric prefix.
+// controller's name and the metric prefix.
 func groupRules(oldModule string, n names) []rule {
-	notAfterSlash := func(s string) func(prev, next byte) (string, bool) {
-		return func(prev, next byte) (string, bool) { return s, prev != '/' && !isAlnum(prev) && !isAlnum(next) }
-	}
 	domain := func(s string) func(prev, next byte) (string, bool) {
 		return func(prev, next byte) (string, bool) {
 			return s, !isAlnum(prev) && prev != '-' && !isAlnum(next) && next != '-'
@@ -174,12 +172,17 @@ func groupRules(oldModule string, n names) []rule {
 		// The copy derives from this work: its notices stay (Apache-2.0, 4(c)).
 		{keepCopyright, always(keepCopyright)},
 		{oldModule, func(_, next byte) (string, bool) { return n.Module, !isAlnum(next) && next != '-' && next != '_' }},
-		{oldGroup + "/" + oldVersion, domain(n.Group + "/" + n.Version)},
 		{oldGroup, domain(n.Group)},
 		{reverseDomain(oldGroup), domain(reverseDomain(n.Group))},
-		{oldGroupPackage + "/" + oldVersion, word(n.GroupPackage + "/" + n.Version)},
-		{oldGroupPackage + oldVersion, word(n.GroupPackage + n.Version)},
-		{oldGroupGoName + upperFirst(oldVersion), camel(n.GroupGoName + upperFirst(n.Version))},
+	}...)
+	// Each version keeps its name; the names made of the group and a
+	// version take the copy's group.
+	for _, v := range oldVersions {
+		rules = append(rules,
+			rule{oldGroupPackage + v, word(n.GroupPackage + v)},
+			rule{oldGroupGoName + upperFirst(v), camel(n.GroupGoName + upperFirst(v))})
+	}
+	rules = append(rules, []rule{
 		{oldGroupGoName, camel(n.GroupGoName)},
 		{oldMetricPrefix + "_", func(prev, _ byte) (string, bool) {
 			return n.MetricPrefix + "_", !isAlnum(prev) && prev != '_'
@@ -187,8 +190,6 @@ func groupRules(oldModule string, n names) []rule {
 		// A metric prefix written alone is a string: the subsystem.
 		{`"` + oldMetricPrefix + `"`, always(`"` + n.MetricPrefix + `"`)},
 		{oldGroupPackage, word(n.GroupPackage)},
-		{oldVersion, notAfterSlash(n.Version)},
-		{upperFirst(oldVersion), camel(upperFirst(n.Version))},
 		{oldName, word(n.Name)},
 		{snake(oldName), word(snake(n.Name))},
 		{strings.ToUpper(snake(oldName)), word(strings.ToUpper(snake(n.Name)))},
@@ -196,15 +197,11 @@ func groupRules(oldModule string, n names) []rule {
 		{title(oldName), word(title(n.Name))},
 	}...)
 	// The template's own aliases and variables for its API's clients
-	// (samplev1alpha1, samplescheme, sampleClient, ...) take the group's
+	// (samplev1beta1, samplescheme, sampleClient, ...) take the group's
 	// package name.
 	sample := strings.Split(oldName, "-")[0]
-	for _, suffix := range []string{oldVersion, "scheme", "clientset", "Client", "InformerFactory", "Factory"} {
-		newSuffix := suffix
-		if suffix == oldVersion {
-			newSuffix = n.Version
-		}
-		rules = append(rules, rule{sample + suffix, word(n.GroupPackage + newSuffix)})
+	for _, suffix := range append(slices.Clone(oldVersions), "scheme", "clientset", "Client", "InformerFactory", "Factory") {
+		rules = append(rules, rule{sample + suffix, word(n.GroupPackage + suffix)})
 	}
 	return rules
 }

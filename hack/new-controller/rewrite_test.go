@@ -21,7 +21,7 @@ import "testing"
 func policyNames() names {
 	return names{
 		Module: "example.com/policy-operator", Group: "policies.example.com", GroupPackage: "policies",
-		GroupGoName: "Policies", Version: "v1alpha1", Kind: "Policy", KindPlural: "Policies", Plural: "policies",
+		GroupGoName: "Policies", Kind: "Policy", KindPlural: "Policies", Plural: "policies",
 		Singular: "policy", ShortName: "pol", Name: "policy-operator", MetricPrefix: "policy_operator",
 	}
 }
@@ -81,14 +81,16 @@ func TestRewriteIsOnePass(t *testing.T) {
 	}
 }
 
-func TestRewriteChangesTheVersionOfThisAPIOnly(t *testing.T) {
-	n := policyNames()
-	n.Version = "v1beta1"
-	rw := newNameRewriter(templateModule, n, nil)
+// The copy serves the template's versions under its own group: each
+// version keeps its name, and the names made of group and version take the
+// copy's group.
+func TestRewriteKeepsEveryVersionUnderTheNewGroup(t *testing.T) {
+	rw := newNameRewriter(templateModule, policyNames(), nil)
 	for in, want := range map[string]string{
-		"samplecontroller.k8s.io/v1alpha1 pkg/apis/samplecontroller/v1alpha1": "policies.example.com/v1beta1 pkg/apis/policies/v1beta1",
-		`v1alpha1.Foo{} Version: "v1alpha1" SamplecontrollerV1alpha1()`:       `v1beta1.Policy{} Version: "v1beta1" PoliciesV1beta1()`,
-		"config.kwok.x-k8s.io/v1alpha1":                                       "config.kwok.x-k8s.io/v1alpha1",
+		"samplecontroller.k8s.io/v1alpha1 pkg/apis/samplecontroller/v1beta1": "policies.example.com/v1alpha1 pkg/apis/policies/v1beta1",
+		`v1alpha1.Foo{} samplev1beta1.Foo{} SamplecontrollerV1beta1()`:       `v1alpha1.Policy{} policiesv1beta1.Policy{} PoliciesV1beta1()`,
+		"samplecontrollerv1alpha1 SamplecontrollerV1alpha1()":                "policiesv1alpha1 PoliciesV1alpha1()",
+		"config.kwok.x-k8s.io/v1alpha1":                                      "config.kwok.x-k8s.io/v1alpha1",
 	} {
 		if got := rw.rewrite(in); got != want {
 			t.Errorf("rewrite(%q)\n= %q\nwant %q", in, got, want)

@@ -29,7 +29,7 @@ import (
 
 // options are the command's flags, as given.
 type options struct {
-	Module, Group, Kind, Version               string
+	Module, Group, Kind                        string
 	Plural, Singular, ShortName, Name, Metrics string
 }
 
@@ -42,7 +42,6 @@ var (
 	goPackageLabel = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 	upperCamel     = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*$`)
 	lowerWord      = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-	apiVersion     = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 	metricPrefix   = regexp.MustCompile(`^[a-z][a-z0-9_]*[a-z0-9]$`)
 )
 
@@ -81,13 +80,10 @@ func reservedIdentifier(s string) string {
 func derive(o options, oldModule string) (names, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	n := names{Module: o.Module, Group: o.Group, Kind: o.Kind, Version: o.Version}
+	n := names{Module: o.Module, Group: o.Group, Kind: o.Kind}
 	checkModule(o.Module, oldModule, bad)
 	n.GroupPackage = checkGroup(o.Group, bad)
 	n.GroupGoName = upperFirst(n.GroupPackage)
-	if !apiVersion.MatchString(o.Version) {
-		bad("-version %q is not a Kubernetes API version (v1, v1beta1, v1alpha1, ...)", o.Version)
-	}
 	if checkKind(o.Kind, bad) {
 		deriveResource(o, &n, bad)
 	}

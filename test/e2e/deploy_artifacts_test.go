@@ -43,7 +43,7 @@ import (
 // the Lease.
 const leaderElectionRole = samplecontroller.ControllerName + "-leader-election"
 
-// kubectl apply -k artifacts/deploy installs a working, locked-down
+// artifacts/deploy, applied as kubectl apply -k does, installs a working, locked-down
 // controller Deployment. Its pods are kwok's fakes: they become Ready but do
 // not run the controller, so they compete with no test.
 func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
@@ -64,15 +64,18 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"deployment.apps/" + deployName,
 		"poddisruptionbudget.policy/" + deployName,
 		"service/" + samplecontroller.ControllerName + "-metrics",
+		"role.rbac.authorization.k8s.io/" + samplecontroller.ControllerName + "-webhook",
+		"rolebinding.rbac.authorization.k8s.io/" + samplecontroller.ControllerName + "-webhook",
+		"service/" + samplecontroller.WebhookServiceName,
 	} {
 		if !strings.Contains(out, object+" ") {
-			t.Errorf("kubectl apply -k %s does not report %s; output:\n%s", deployKustomization, object, out)
+			t.Errorf("kubectl apply of %s does not report %s; output:\n%s", deployKustomization, object, out)
 		}
 	}
 	// The Namespace enforces the restricted Pod Security Standard; kubectl
 	// prints the API server's warning if the pod template would violate it.
 	if strings.Contains(out, "PodSecurity") {
-		t.Errorf("kubectl apply -k %s warned about Pod Security:\n%s", deployKustomization, out)
+		t.Errorf("kubectl apply of %s warned about Pod Security:\n%s", deployKustomization, out)
 	}
 
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, deployNamespace, metav1.GetOptions{})

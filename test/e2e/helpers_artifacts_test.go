@@ -24,10 +24,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
@@ -45,8 +49,11 @@ const (
 	deployName           = samplecontroller.ControllerName
 )
 
-// applyDeployArtifacts runs kubectl apply -k artifacts/deploy from the
-// repository root, as an operator does, and returns kubectl's output. When
+// applyDeployArtifacts applies artifacts/deploy from the repository root
+// (kubectl kustomize, then kubectl apply), as an operator does with kubectl
+// apply -k, and returns kubectl's output. One change: the CRD's conversion
+// webhook is reached at the suite's URL (standardCRD), as the suite's API
+// server, running on this machine, cannot reach a Service. When
 // the test ends it removes what was installed, except the CRD that other
 // tests use: the Namespace (with everything in it), the ClusterRole and the
 // ClusterRoleBinding. A Namespace still terminating from an earlier test is
@@ -67,7 +74,10 @@ func applyDeployArtifacts(t *testing.T) string {
 		}
 		return true, nil
 	})
-	out := kubectl(t, "apply", "-k", deployKustomization)
+	out, err := cluster.Kubectl(deployManifests(t), "apply", "-f", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
@@ -89,4 +99,36 @@ func applyDeployArtifacts(t *testing.T) string {
 		})
 	})
 	return out
+}
+
+// deployManifests renders artifacts/deploy, with the Foo CRD's webhook
+// clientConfig that of the suite's standard CRD.
+func deployManifests(t *testing.T) string {
+	t.Helper()
+	rendered := kubectl(t, "kustomize", deployKustomization)
+	clientConfig, _, err := unstructured.NestedMap(standardCRD(t).Object, "spec", "conversion", "webhook", "clientConfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			if err := unstructured.SetNestedMap(obj.Object, clientConfig, "spec", "conversion", "webhook", "clientConfig"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		js, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(js))
+	}
+	return strings.Join(docs, "\n")
 }

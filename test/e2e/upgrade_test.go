@@ -159,8 +159,10 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		}
 		expectStored(t, ns, "v1beta1")
 		eventually(t, convergeTimeout, "storedVersions v1beta1 alone", func(context.Context) (bool, error) {
-			got := storedVersions(t)
-			return len(got) == 1 && got[0] == "v1beta1", fmt.Errorf("storedVersions %v", got)
+			if got := storedVersions(t); len(got) != 1 || got[0] != "v1beta1" {
+				return false, fmt.Errorf("storedVersions %v", got)
+			}
+			return true, nil
 		})
 		expectSameDeployments(t, deploymentsBefore, deploymentsOf(t, ns))
 	}) {
@@ -181,8 +183,10 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		})
 		putCRD(t, crd)
 		eventually(t, convergeTimeout, "v1alpha1 no longer served", func(ctx context.Context) (bool, error) {
-			_, err := alphaFoos(ns).Get(ctx, "foo-1", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Errorf("v1alpha1 get: %v", err)
+			if _, err := alphaFoos(ns).Get(ctx, "foo-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("v1alpha1 get: %v, want NotFound", err)
+			}
+			return true, nil
 		})
 		updateFoo(t, ns, "foo-1", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(1) })
 		waitFoo(t, ns, "foo-1", "1 available replica", func(f *samplev1beta1.Foo) bool {
