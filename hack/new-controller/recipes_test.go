@@ -96,10 +96,12 @@ func TestServiceRecipeIsFourFilesBesideTests(t *testing.T) {
 }
 
 // The field recipe is what docs/controller-client-go.md says it is: the
-// type, the mapping and their tests, no cache or controller code.
+// type in every served version and its conversion, the mapping and their
+// tests, no cache or controller code.
 func TestFieldRecipeIsTheTypeAndTheMapping(t *testing.T) {
 	files, _ := patchStat(t, "recipes/add-a-field.patch")
-	want := []string{"pkg/apis/policies/v1alpha1/types.go", "pkg/desired/cache_test.go", "pkg/desired/deployment.go",
+	want := []string{"pkg/apis/policies/v1alpha1/types.go", "pkg/apis/policies/v1beta1/types.go",
+		"pkg/conversion/v1alpha1.go", "pkg/desired/cache_test.go", "pkg/desired/deployment.go",
 		"pkg/desired/deployment_test.go", "test/e2e/container_port_test.go"}
 	if !slices.Equal(files, want) {
 		t.Errorf("the recipe changes %q, want %q", files, want)
