@@ -100,18 +100,6 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// The conversion webhook, served by every replica, standbys too, and
-	// before the informers start: the API server calls it for every read of
-	// a Foo etcd holds in another version, this controller's own list
-	// included. Its writes (the CA Secret, the CRD's caBundle) are the same
-	// whichever replica makes them, so they go around the write fence.
-	var certs *webhookcert.Manager
-	if o.Webhook.BindAddress != "0" {
-		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
-			return err
-		}
-	}
-
 	// An informer per kind a Foo owns (desired.Owned), of only the objects this
 	// controller manages, each cached as the few fields it reads (pkg/owned).
 	ownedInformers, err := desired.NewOwnedInformers(desired.Owned, kubeClient, o.Namespace, o.ResyncPeriod)
@@ -131,6 +119,20 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(controller.foosLister))
+
+	// The conversion webhook, served by every replica, standbys too, and
+	// before the informers start: the API server calls it for every read of
+	// a Foo etcd holds in another version, this controller's own list
+	// included. After NewController, which adds the Foo types to client-go's
+	// scheme: the webhook's own informers read that scheme as they start.
+	// Its writes (the CA Secret, the CRD's caBundle) are the same whichever
+	// replica makes them, so they go around the write fence.
+	var certs *webhookcert.Manager
+	if o.Webhook.BindAddress != "0" {
+		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
+			return err
+		}
+	}
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
