@@ -134,7 +134,8 @@ func findTemplate(root string) (string, string, error) {
 	}
 	// A copy has the generators but not the template's API: renaming it
 	// again would rename nothing.
-	for _, p := range []string{"hack/update-codegen.sh", "pkg/apis/" + oldGroupPackage + "/" + oldStorageVersion + "/types.go"} {
+	storageTypes := "pkg/apis/" + oldGroupPackage + "/" + oldStorageVersion + "/types.go"
+	for _, p := range []string{"hack/update-codegen.sh", storageTypes} {
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
 			return "", "", fmt.Errorf("%s (module %s) is not this template: it has no %s", root, module, p)
 		}

@@ -200,7 +200,8 @@ func groupRules(oldModule string, n names) []rule {
 	// (samplev1beta1, samplescheme, sampleClient, ...) take the group's
 	// package name.
 	sample := strings.Split(oldName, "-")[0]
-	for _, suffix := range append(slices.Clone(oldVersions), "scheme", "clientset", "Client", "InformerFactory", "Factory") {
+	suffixes := append(slices.Clone(oldVersions), "scheme", "clientset", "Client", "InformerFactory", "Factory")
+	for _, suffix := range suffixes {
 		rules = append(rules, rule{sample + suffix, word(n.GroupPackage + suffix)})
 	}
 	return rules

@@ -46,9 +46,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// RoundTripTypes: the kinds of group version gv whose Go types live in the
-// package of example (Foo and FooList), through deep copy, and through JSON
-// encoding and decoding, are unchanged.
+// RoundTripTypes checks that the kinds of group version gv whose Go types
+// live in the package of example (Foo and FooList), through deep copy, and
+// through JSON encoding and decoding, are unchanged.
 func RoundTripTypes(t *testing.T, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error, example any) {
 	t.Helper()
 	scheme, codecs := testScheme(t, addToScheme)
@@ -60,10 +60,12 @@ func RoundTripTypes(t *testing.T, gv schema.GroupVersion, addToScheme func(*runt
 	}
 }
 
-// RoundTripToUnstructured: the same kinds survive the conversion to
-// unstructured and back, through JSON and through CBOR, as the API server's
-// custom resource handler and dynamic clients handle them.
-func RoundTripToUnstructured(t *testing.T, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error, example any) {
+// RoundTripToUnstructured checks that the same kinds survive the conversion
+// to unstructured and back, through JSON and through CBOR, as the API
+// server's custom resource handler and dynamic clients handle them.
+func RoundTripToUnstructured(
+	t *testing.T, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error, example any,
+) {
 	t.Helper()
 	scheme, _ := testScheme(t, addToScheme)
 	ours := ourKinds(scheme, gv, example)
