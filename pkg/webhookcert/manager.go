@@ -141,6 +141,11 @@ type Manager struct {
 	// trusted holds the DER of each CA in the caBundle the last reconcile
 	// saw.
 	trusted [][]byte
+	// nextCA is the DER of a signing CA this replica has seen the caBundle
+	// trust but does not serve a leaf of yet, and nextCASeen when it first
+	// saw that (settle).
+	nextCA     []byte
+	nextCASeen time.Time
 	// problem is why the last reconcile could not finish, if it could not.
 	problem error
 }

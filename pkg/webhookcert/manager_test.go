@@ -228,9 +228,23 @@ func TestCARotationSwitchesTheLeafOnlyOnceTheCABundleIsSeenToTrustTheNewCA(t *te
 		t.Errorf("handshake trusting the old caBundle only: %v", err)
 	}
 
+	// Seen: the old leaf is served on while the new caBundle settles in
+	// every API server.
 	f.observe(t, m)
-	if next := reconcile(ctx, t, m); next != 200*time.Hour {
-		t.Errorf("next reconcile in %s, want 200h0m0s (new CA and new leaf at t0+400h)", next)
+	if next := reconcile(ctx, t, m); next != 15*time.Second {
+		t.Errorf("next reconcile in %s, want 15s (the caBundle settled)", next)
+	}
+	if leaf := f.servesTrusted(t, m); !leaf.Equal(oldLeaf) {
+		t.Error("the leaf changed as soon as the new caBundle was seen, before it settled")
+	}
+	f.clock.Step(15*time.Second - time.Nanosecond)
+	reconcile(ctx, t, m)
+	if leaf := f.servesTrusted(t, m); !leaf.Equal(oldLeaf) {
+		t.Error("the leaf changed before the new caBundle settled")
+	}
+	f.clock.Step(time.Nanosecond)
+	if next := reconcile(ctx, t, m); next != 200*time.Hour-15*time.Second {
+		t.Errorf("next reconcile in %s, want 199h59m45s (new CA at t0+400h)", next)
 	}
 	wantWrites(t, f, "after the caBundle was seen")
 	newLeaf := f.servesTrusted(t, m)
@@ -328,8 +342,12 @@ func TestConcurrentRotationKeepsTheFirstReplicasCA(t *testing.T) {
 	if len(trusted) != 2 || !trusted[0].Equal(newCA) || !trusted[1].Equal(oldCA) {
 		t.Errorf("trusted.crt holds %d certificates, want the new CA then the old one", len(trusted))
 	}
-	for name, m := range map[string]*Manager{"a": a, "b": b} {
+	for _, m := range []*Manager{a, b} {
 		f.observe(t, m)
+		reconcile(ctx, t, m)
+	}
+	f.clock.Step(settle)
+	for name, m := range map[string]*Manager{"a": a, "b": b} {
 		reconcile(ctx, t, m)
 		if err := f.servesTrusted(t, m).CheckSignatureFrom(newCA); err != nil {
 			t.Errorf("%s's leaf is not signed by the new CA: %v", name, err)
@@ -364,6 +382,8 @@ func TestStaleSecretCacheDoesNotTakeANewCAOutOfTheCABundle(t *testing.T) {
 	f.takeWrites()
 	f.observeCRD(t, m)
 
+	reconcile(ctx, t, m)
+	f.clock.Step(settle)
 	reconcile(ctx, t, m)
 	wantWrites(t, f, "stale Secret cache")
 	if !bytes.Equal(f.caBundle(t), trusted) {
@@ -429,12 +449,14 @@ func TestRotationDropsExpiredCAsFromTrusted(t *testing.T) {
 
 	f.clock.Step(200 * time.Hour)
 	reconcile(ctx, t, m)
-	second := f.signingCA(t) // rotated at t0+399h
+	second := f.signingCA(t) // made at t0+200h
 	f.observe(t, m)
+	reconcile(ctx, t, m)
+	f.clock.Step(settle)
 	reconcile(ctx, t, m)
 	f.takeWrites()
 
-	f.clock.Step(200 * time.Hour) // t0+400h: first has expired
+	f.clock.Step(200*time.Hour - settle) // t0+400h: first has expired
 	reconcile(ctx, t, m)
 	wantWrites(t, f, "second rotation", updateSecret, patchCRD)
 	third := f.signingCA(t)

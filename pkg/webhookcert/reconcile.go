@@ -302,9 +302,19 @@ func (m *Manager) patchCABundle(ctx context.Context, current, want []byte) error
 	return nil
 }
 
+// settle is how long a replica that serves a leaf goes on serving it after
+// it first sees the caBundle trust a new signing CA, before it serves a
+// leaf of that CA. Every API server applies a new caBundle when its own
+// watch of the CRD delivers it, at about the moment this replica's does,
+// but not at the same moment; a leaf presented to one still on the old
+// caBundle would fail the call. The old leaf is good for a third of its
+// life yet, far longer.
+const settle = 15 * time.Second
+
 // updateLeaf issues this replica a new leaf when it has none, when its leaf
 // is two thirds through its life, or when the signing CA changed; but only
-// from a signing CA that observed, the caBundle, holds. Until then the
+// from a signing CA that observed, the caBundle, holds, and, when it
+// replaces a leaf of another CA, has held for settle. Until then the
 // previous leaf is served: its CA is still trusted.
 func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, observed []*x509.Certificate) error {
 	trusted := derOf(observed)
@@ -322,6 +332,18 @@ func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, 
 	case !containsDER(trusted, ca.signer.Raw):
 		klog.FromContext(ctx).V(2).Info("Serving the previous certificate until the caBundle holds the signing CA")
 		return nil
+	case served != nil && !bytes.Equal(servedBy, ca.signer.Raw) && now.Before(served.Leaf.NotAfter):
+		m.mu.Lock()
+		if !bytes.Equal(m.nextCA, ca.signer.Raw) {
+			m.nextCA, m.nextCASeen = ca.signer.Raw, now
+		}
+		since := m.nextCASeen
+		m.mu.Unlock()
+		if now.Sub(since) < settle {
+			klog.FromContext(ctx).V(2).Info("Serving the previous certificate while the new caBundle settles",
+				"switchAt", since.Add(settle))
+			return nil
+		}
 	}
 	leaf, err := newLeaf(now, m.o, ca)
 	if err != nil {
@@ -335,15 +357,22 @@ func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, 
 }
 
 // nextDeadline is how long until the signing CA or the served leaf is two
-// thirds through its life; zero if neither deadline is ahead. A leaf past
-// its deadline waits for its CA to be trusted, which a CRD event tells.
+// thirds through its life, or until a new caBundle has settled; zero if no
+// deadline is ahead. A leaf past its deadline waits for its CA to be
+// trusted, which a CRD event tells.
 func (m *Manager) nextDeadline(now time.Time, ca *authority) time.Duration {
 	next := renewAt(ca.signer).Sub(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	sooner := func(d time.Duration) {
+		if d > 0 && (next <= 0 || d < next) {
+			next = d
+		}
+	}
 	if m.served != nil {
-		if leaf := renewAt(m.served.Leaf).Sub(now); leaf > 0 && (next <= 0 || leaf < next) {
-			next = leaf
+		sooner(renewAt(m.served.Leaf).Sub(now))
+		if !bytes.Equal(m.servedBy, ca.signer.Raw) && bytes.Equal(m.nextCA, ca.signer.Raw) {
+			sooner(m.nextCASeen.Add(settle).Sub(now))
 		}
 	}
 	return max(next, 0)
