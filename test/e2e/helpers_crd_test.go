@@ -65,18 +65,7 @@ func crds(t *testing.T) dynamic.ResourceInterface {
 // standardCRD returns artifacts/examples/crd.yaml, the CRD users install.
 func standardCRD(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(cluster.Root, crdManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := utilyaml.ToJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := crd.UnmarshalJSON(js); err != nil {
-		t.Fatal(err)
-	}
+	crd := crdFromFile(t, filepath.Join(cluster.Root, crdManifest))
 	if crd.GetName() != samplecontroller.FooCRDName {
 		t.Fatalf("%s holds %q, not %s", crdManifest, crd.GetName(), samplecontroller.FooCRDName)
 	}
@@ -88,6 +77,24 @@ func standardCRD(t *testing.T) *unstructured.Unstructured {
 	}
 	if err := unstructured.SetNestedStringMap(crd.Object, map[string]string{"url": url},
 		"spec", "conversion", "webhook", "clientConfig"); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// crdFromFile reads a CRD manifest.
+func crdFromFile(t *testing.T, path string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := utilyaml.ToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	if err := crd.UnmarshalJSON(js); err != nil {
 		t.Fatal(err)
 	}
 	return crd
