@@ -17,8 +17,14 @@ limitations under the License.
 package apicheck
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
@@ -110,5 +116,26 @@ func TestUnpublishedSchemaIsNotReportedMissing(t *testing.T) {
 	api := &FooAPI{Resources: map[string]bool{samplecontroller.FooResource: true, samplecontroller.FooResource + "/status": true, samplecontroller.FooResource + "/scale": true}}
 	if missing := api.Missing(); len(missing) != 0 {
 		t.Errorf("missing %q, want nothing", missing)
+	}
+}
+
+// A cluster still on the CRD of the release that served v1alpha1 alone is
+// told its CRD is outdated, not that the Foo API is missing.
+func TestCRDOfAnOlderVersionOnlyIsOutdated(t *testing.T) {
+	client := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	client.Resources = []*metav1.APIResourceList{{
+		GroupVersion: samplecontroller.GroupName + "/v1alpha1",
+		APIResources: []metav1.APIResource{{Name: samplecontroller.FooResource}},
+	}}
+	err := Check(context.Background(), client)
+	want := "CustomResourceDefinition foos.samplecontroller.k8s.io is outdated: it serves Foo v1alpha1, not v1beta1, " +
+		"the version this controller reads and writes; update it with: kubectl apply -f artifacts/examples/crd.yaml"
+	if err == nil || err.Error() != want {
+		t.Errorf("Check: %v\nwant: %s", err, want)
+	}
+
+	client.Resources = nil
+	if err := Check(context.Background(), client); !errors.Is(err, ErrFooAPIMissing) {
+		t.Errorf("Check of a cluster without the CRD: %v, want ErrFooAPIMissing", err)
 	}
 }
