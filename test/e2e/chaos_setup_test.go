@@ -159,13 +159,15 @@ func addReplicaAccount(t *testing.T, name string) {
 }
 
 // replicaArgs are the flags of a replica running under the kubeconfig of
-// one of the accounts: the Lease of artifacts/deploy, the shortened
+// one of the accounts: the Lease and the webhook's CA Secret of
+// artifacts/deploy, which its Roles allow, the shortened
 // timings, metrics over plain HTTP on loopback (scraped every few seconds
 // through faults, without TokenReviews that a throttled or restarting API
 // server would make fail).
 func (w *chaosWorld) replicaArgs(account int) []string {
 	return []string{"-kubeconfig=" + w.kubeconfigs[account], "-namespace=" + w.ns,
 		"-leader-elect=true", "-leader-elect-namespace=" + deployNamespace, "-leader-elect-id=" + deployName,
+		"-webhook-namespace=" + deployNamespace,
 		"-leader-elect-lease-duration=" + chaosLeaseDuration.String(),
 		"-leader-elect-renew-deadline=" + chaosRenewDeadline.String(),
 		"-leader-elect-retry-period=" + chaosRetryPeriod.String(),

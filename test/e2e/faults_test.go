@@ -310,7 +310,8 @@ func testThrottled(t *testing.T, n int) {
 
 	ns := newNamespace(t, "fault-throttled")
 	r := &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName} // the Lease its Role allows
-	r.startLeader(t, "controller", "-kubeconfig="+kubeconfig, fmt.Sprintf("-workers=%d", throttledWorkers))
+	r.startLeader(t, "controller", "-kubeconfig="+kubeconfig, fmt.Sprintf("-workers=%d", throttledWorkers),
+		"-webhook-namespace="+deployNamespace) // where the webhook Role lets it keep its CA
 	start := time.Now()
 	r.createFoos(t, 0, n)
 	converged := r.waitConverged(t, start)
