@@ -33,6 +33,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,8 +124,8 @@ func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration
 func chaosFooName(i int) string { return fmt.Sprintf("%s-%03d", fooPrefix, i) }
 
 // addReplicaAccount creates a ServiceAccount in deployNamespace bound to
-// the roles artifacts/deploy binds its own to: the controller's ClusterRole
-// and the leader election Role. The namespace goes with
+// the roles artifacts/deploy binds its own to: the controller's ClusterRole,
+// the leader election Role and the webhook Role. The namespace goes with
 // applyDeployArtifacts' clean-up; the ClusterRoleBinding is removed here.
 func addReplicaAccount(t *testing.T, name string) {
 	t.Helper()
@@ -148,13 +149,16 @@ func addReplicaAccount(t *testing.T, name string) {
 			t.Errorf("removing ClusterRoleBinding %s: %v", name, err)
 		}
 	})
-	leaderElection := deployName + "-leader-election"
-	if _, err := rbac.RoleBindings(deployNamespace).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-leader-election"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderElection},
-		Subjects:   subject,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	// The Roles of the namespace: the leader election Lease's and the
+	// webhook CA Secret's.
+	for _, role := range []string{deployName + "-leader-election", deployName + "-webhook"} {
+		if _, err := rbac.RoleBindings(deployNamespace).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + strings.TrimPrefix(role, deployName)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+			Subjects:   subject,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
