@@ -34,7 +34,7 @@ const Path = "/convert"
 
 // maxReviewBytes bounds a request body. The API server converts a list in
 // one review, so a review is as large as the largest list of Foos a client
-// reads in the other version, not as one object (at most 3 MiB in etcd).
+// reads in the other version, not as one object, which etcd bounds.
 const maxReviewBytes = 64 << 20
 
 // review is apiextensions.k8s.io/v1 ConversionReview, the body the API
