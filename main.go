@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
@@ -113,8 +114,8 @@ func run(ctx context.Context, o *options.Options) error {
 	if o.LeaderElection.Enabled {
 		config.Fence = fence
 	}
-	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers,
-		sampleInformerFactory.Samplecontroller().V1beta1().Foos(), config)
+	fooInformer := sampleInformerFactory.Samplecontroller().V1beta1().Foos()
+	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
 	if err != nil {
 		return err
 	}
@@ -128,15 +129,27 @@ func run(ctx context.Context, o *options.Options) error {
 	// Its writes (the CA Secret, the CRD's caBundle) are the same whichever
 	// replica makes them, so they go around the write fence.
 	var certs *webhookcert.Manager
+	synced := controller.HasSynced
 	if o.Webhook.BindAddress != "0" {
 		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
 			return err
 		}
+		// Ready while the Foo list waits on this very webhook, or no
+		// replica would ever be (conversion.SelfWait).
+		var others []cache.InformerSynced
+		for _, kind := range ownedInformers {
+			others = append(others, kind.Informer.HasSynced)
+		}
+		selfWait, err := conversion.WatchSelfWait(fooInformer.Informer(), others...)
+		if err != nil {
+			return err
+		}
+		synced = selfWait.Synced
 	}
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, controller.HasSynced)
+	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced)
 	if certs != nil {
 		// Ready only with a certificate the CRD trusts: the webhook's
 		// Service sends the API server's calls to ready replicas alone.

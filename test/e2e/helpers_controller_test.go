@@ -23,6 +23,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -85,7 +86,8 @@ func serviceAccountKubeconfigFor(t *testing.T, ns, name string, valid time.Durat
 }
 
 // waitControllerReady waits until the controller answers /readyz with 200
-// (its caches are synced).
+// (its caches are synced) and, when it serves the conversion webhook, the
+// stand-in for the webhook's Service sends it calls.
 func waitControllerReady(t *testing.T, c *framework.Controller) {
 	t.Helper()
 	eventually(t, convergeTimeout, c.Name+" /readyz", func(ctx context.Context) (bool, error) {
@@ -98,6 +100,9 @@ func waitControllerReady(t *testing.T, c *framework.Controller) {
 		}
 		if code != http.StatusOK {
 			return false, fmt.Errorf("/readyz: %d: %s", code, body)
+		}
+		if !cluster.WebhookEndpointReady(c) {
+			return false, errors.New("ready, but not yet an endpoint of the webhook's Service")
 		}
 		return true, nil
 	})

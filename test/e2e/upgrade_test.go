@@ -29,6 +29,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -50,8 +53,11 @@ import (
 // v1alpha1 alone: what a cluster upgrades from.
 const v1alpha1Release = "13d657f88df608b8d44c63b5b1abce36c25e3cd7"
 
-// upgradeFoos is how many Foos the release makes before the upgrade.
-const upgradeFoos = 3
+// upgradeFoos is how many Foos the release makes before the upgrade: users
+// change foo-0 in v1alpha1 and foo-1 in v1beta1 while it rolls out, a change
+// after it goes to foo-2, and foo-3 stays stored in v1alpha1 until the
+// migration.
+const upgradeFoos = 4
 
 func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	restoreStandardCRDAtEnd(t)
@@ -75,7 +81,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	waitFooAPI(t, "foos of the release", func(api *apicheck.FooAPI) bool { return len(api.OlderVersions) == 1 })
 
 	ns := newNamespace(t, "upgrade")
-	release, err := cluster.StartReleaseController(releaseBin, logDir, t.Name()+"-release", controllerArgs(ns)...)
+	release, err := cluster.StartReleaseController(releaseBin, logDir, t.Name()+"-release", upgradeArgs(ns)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,38 +112,101 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	expectStored(t, ns, "v1alpha1")
 	deploymentsBefore := deploymentsOf(t, ns)
 
-	// The upgrade: the CRD first, then the controller replaced. The new
-	// controller runs to the end: the migration needs its webhook.
+	// The upgrade, rolled as `kubectl apply -k` rolls it: the CRD first,
+	// then a new replica started beside the release, which still leads;
+	// then the release stops and the new replica takes over. Users change
+	// Foos in both versions throughout. The release serves no webhook, so
+	// from the CRD's change until a new replica serves it, a change needs a
+	// conversion no one makes and is refused; after that, none may be. The
+	// new replica is in the webhook's Service only once ready, and it can
+	// be ready only if its list of Foos, which needs that very webhook,
+	// does not hold it back (conversion.SelfWait). It runs to the end: the
+	// migration needs its webhook.
 	parent := t
+	var replicas []*framework.Controller
 	if !t.Run("upgrade", func(t *testing.T) {
 		putCRD(t, standardCRD(t))
 		waitStandardCRD(t)
+		changes := startUserChanges(t, ns)
+		started := time.Now()
+		c := startControllerFor(parent, t, "controller", upgradeArgs(ns, "-resync-period=5s")...)
+		replicas = append(replicas, c)
+		served := changes.waitAccepted(t, c)
+		t.Logf("changes were refused for %v after the new replica started, until it served the webhook",
+			served.Sub(started).Round(100*time.Millisecond))
+		changes.expectAccepted(t, "with the release leading and the new replica beside it", served, changeRounds)
+
 		if err := release.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := release.Wait(time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		c := startControllerFor(parent, t, "controller", controllerArgs(ns, "-resync-period=5s")...)
+		stopped := time.Now()
+		changes.expectAccepted(t, "after the release stopped", stopped, changeRounds)
+		last := changes.stop(t)
+
 		waitControllerReady(t, c)
 		for i := range upgradeFoos {
-			foo := waitFoo(t, ns, fmt.Sprintf("foo-%d", i), "Ready, observed at its generation", func(f *samplev1beta1.Foo) bool {
+			name := fmt.Sprintf("foo-%d", i)
+			foo := waitFoo(t, ns, name, "Ready, observed at its generation", func(f *samplev1beta1.Foo) bool {
 				return isReady(f) && f.Status.ObservedGeneration == f.Generation
 			})
-			if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != int32(i+1) {
-				t.Errorf("%s after the upgrade: %s", foo.Name, describeFoo(foo))
+			replicas := int32(i + 1)
+			if r, changed := last[name]; changed {
+				replicas = r
+			}
+			if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
+				t.Errorf("%s after the upgrade: %s, want deployment web-%d and %d replicas",
+					foo.Name, describeFoo(foo), i, replicas)
 			}
 			if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
 				t.Errorf("%s: Warning events after the upgrade: %s", foo.Name, describeEvents(warnings))
 			}
 		}
 		expectZeroWritesAtRest(t, c)
-		expectSameDeployments(t, deploymentsBefore, deploymentsOf(t, ns))
+		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 		// Status goes on: a change made after the upgrade is reported.
-		updateFoo(t, ns, "foo-0", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) })
-		waitFoo(t, ns, "foo-0", "2 available replicas", func(f *samplev1beta1.Foo) bool {
+		updateFoo(t, ns, "foo-2", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) })
+		waitFoo(t, ns, "foo-2", "2 available replicas", func(f *samplev1beta1.Foo) bool {
 			return f.Status.AvailableReplicas == 2 && isReady(f) && f.Status.ObservedGeneration == f.Generation
 		})
+		deploymentsBefore = deploymentsOf(t, ns)
+	}) {
+		return
+	}
+
+	// Every replica restarted at once, as a node drain or two OOM kills do,
+	// while a Foo is still stored in v1alpha1: the replicas come back by
+	// themselves, though each must serve the webhook before any can list.
+	if !t.Run("restart every replica", func(t *testing.T) {
+		expectStoredFoo(t, ns, "foo-3", "v1alpha1")
+		second := startControllerFor(parent, t, "controller-2", upgradeArgs(ns, "-resync-period=5s")...)
+		waitControllerReady(t, second)
+		for _, c := range append(replicas, second) {
+			c.Kill()
+		}
+		replicas = nil
+		for _, name := range []string{"controller-3", "controller-4"} {
+			replicas = append(replicas, startControllerFor(parent, t, name, upgradeArgs(ns, "-resync-period=5s")...))
+		}
+		for _, c := range replicas {
+			waitControllerReady(t, c)
+		}
+		ctx := context.Background()
+		beta, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(beta.Items) != upgradeFoos {
+			t.Errorf("v1beta1 list after the restart: %v, %d Foos, want %d", err, len(beta.Items), upgradeFoos)
+		}
+		alpha, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(alpha.Items) != upgradeFoos {
+			t.Errorf("v1alpha1 list after the restart: %v, %d Foos, want %d", err, len(alpha.Items), upgradeFoos)
+		}
+		updateFoo(t, ns, "foo-3", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(1) })
+		waitFoo(t, ns, "foo-3", "1 available replica", func(f *samplev1beta1.Foo) bool {
+			return f.Status.AvailableReplicas == 1 && isReady(f) && f.Status.ObservedGeneration == f.Generation
+		})
+		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 		deploymentsBefore = deploymentsOf(t, ns)
 	}) {
 		return
@@ -213,12 +282,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		if len(foos.Items) != upgradeFoos {
 			t.Errorf("%d Foos after v1alpha1 is retired, want %d", len(foos.Items), upgradeFoos)
 		}
-		after := deploymentsOf(t, ns)
-		for name, d := range deploymentsBefore {
-			if after[name].UID != d.UID {
-				t.Errorf("Deployment %s re-created while v1alpha1 was retired", name)
-			}
-		}
+		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 	})
 }
 
@@ -256,20 +320,26 @@ func expectStoredVersions(t *testing.T, want ...string) {
 func expectStored(t *testing.T, ns, version string) {
 	t.Helper()
 	for i := range upgradeFoos {
-		key := fmt.Sprintf("/registry/%s/%s/%s/foo-%d", samplecontroller.GroupName, samplecontroller.FooResource, ns, i)
-		data, err := cluster.EtcdValue(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stored struct {
-			APIVersion string `json:"apiVersion"`
-		}
-		if err := json.Unmarshal(data, &stored); err != nil {
-			t.Fatalf("etcd %s: %v: %q", key, err, data)
-		}
-		if want := samplecontroller.GroupName + "/" + version; stored.APIVersion != want {
-			t.Errorf("etcd holds %s in %s, want %s", key, stored.APIVersion, want)
-		}
+		expectStoredFoo(t, ns, fmt.Sprintf("foo-%d", i), version)
+	}
+}
+
+// expectStoredFoo: etcd holds the Foo ns/name in version.
+func expectStoredFoo(t *testing.T, ns, name, version string) {
+	t.Helper()
+	key := fmt.Sprintf("/registry/%s/%s/%s/%s", samplecontroller.GroupName, samplecontroller.FooResource, ns, name)
+	data, err := cluster.EtcdValue(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(data, &stored); err != nil {
+		t.Fatalf("etcd %s: %v: %q", key, err, data)
+	}
+	if want := samplecontroller.GroupName + "/" + version; stored.APIVersion != want {
+		t.Errorf("etcd holds %s in %s, want %s", key, stored.APIVersion, want)
 	}
 }
 
@@ -357,6 +427,22 @@ func expectSameDeployments(t *testing.T, before, after map[string]metav1.ObjectM
 	}
 }
 
+// expectNotRecreated: every Deployment of before is there after, the same
+// object (its UID), whatever was written to it.
+func expectNotRecreated(t *testing.T, before, after map[string]metav1.ObjectMeta) {
+	t.Helper()
+	if len(after) != len(before) {
+		t.Errorf("%d Deployments, was %d", len(after), len(before))
+	}
+	for name, b := range before {
+		if a, ok := after[name]; !ok {
+			t.Errorf("Deployment %s gone", name)
+		} else if a.UID != b.UID {
+			t.Errorf("Deployment %s re-created (UID %s, was %s)", name, a.UID, b.UID)
+		}
+	}
+}
+
 // warningEvents are the Warning events of a Foo.
 func warningEvents(t *testing.T, ns string, foo *samplev1beta1.Foo) []corev1.Event {
 	t.Helper()
@@ -388,4 +474,144 @@ func expectZeroWritesAtRest(t *testing.T, c *framework.Controller) {
 		}
 		return nil
 	})
+}
+
+// upgradeArgs are the flags of a replica in the upgrade: confined to ns,
+// and competing for the one Lease there with the release and each other.
+func upgradeArgs(ns string, extra ...string) []string {
+	return append([]string{"-namespace=" + ns, "-leader-elect=true", "-leader-elect-namespace=" + ns,
+		"-leader-elect-retry-period=1s"}, extra...)
+}
+
+// changeRounds is how many changes in each version must be accepted in a
+// row, with none refused, for a phase of the upgrade to pass.
+const changeRounds = 10
+
+// userChanges is a user who changes Foos in both versions all through the
+// upgrade: foo-0's replicas in v1alpha1 and foo-1's in v1beta1, in turn,
+// each a merge patch, as `kubectl scale` or `kubectl patch` sends.
+type userChanges struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	changes []change
+}
+
+// change is one change the user tried: when it was sent, in which version,
+// to what, and what came back.
+type change struct {
+	sent     time.Time
+	version  string
+	foo      string
+	replicas int32
+	err      error
+}
+
+func startUserChanges(t *testing.T, ns string) *userChanges {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &userChanges{cancel: cancel, done: make(chan struct{})}
+	t.Cleanup(func() { u.cancel(); <-u.done })
+	go func() {
+		defer close(u.done)
+		for i := 0; ctx.Err() == nil; i++ {
+			c := change{sent: time.Now(), replicas: int32(i/2%3 + 1)}
+			patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, c.replicas))
+			reqCtx, cancelReq := context.WithTimeout(ctx, 30*time.Second)
+			if i%2 == 0 {
+				c.version, c.foo = "v1alpha1", "foo-0"
+				_, c.err = alphaFoos(ns).Patch(reqCtx, c.foo, types.MergePatchType, patch, metav1.PatchOptions{})
+			} else {
+				c.version, c.foo = "v1beta1", "foo-1"
+				_, c.err = cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(reqCtx, c.foo,
+					types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+			cancelReq()
+			if ctx.Err() != nil {
+				return // the last may have been cut short by stop
+			}
+			u.mu.Lock()
+			u.changes = append(u.changes, c)
+			u.mu.Unlock()
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	return u
+}
+
+// waitAccepted waits until a change in each version has been accepted, and
+// returns when the first was sent; it fails if c exits first.
+func (u *userChanges) waitAccepted(t *testing.T, c *framework.Controller) time.Time {
+	t.Helper()
+	var first time.Time
+	eventually(t, convergeTimeout, "a change accepted in each version", func(context.Context) (bool, error) {
+		if c.Exited() {
+			return false, fmt.Errorf("%s exited: %s", c.Name, framework.Trim(c.Log(), 2000))
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		accepted := map[string]bool{}
+		var last error
+		for _, ch := range u.changes {
+			if ch.err != nil {
+				last = ch.err
+				continue
+			}
+			if first.IsZero() {
+				first = ch.sent
+			}
+			accepted[ch.version] = true
+		}
+		if len(accepted) < 2 {
+			return false, fmt.Errorf("accepted in %v; the last refused: %v", accepted, last)
+		}
+		return true, nil
+	})
+	return first
+}
+
+// expectAccepted waits until rounds changes in each version were sent after
+// since, and fails on any of those refused.
+func (u *userChanges) expectAccepted(t *testing.T, what string, since time.Time, rounds int) {
+	t.Helper()
+	var refused []string
+	eventually(t, convergeTimeout, fmt.Sprintf("%d changes in each version %s", rounds, what),
+		func(context.Context) (bool, error) {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			sent := map[string]int{}
+			refused = nil
+			for _, ch := range u.changes {
+				if ch.sent.Before(since) {
+					continue
+				}
+				if ch.err != nil {
+					refused = append(refused, fmt.Sprintf("%s %s to %d replicas: %v",
+						ch.version, ch.foo, ch.replicas, ch.err))
+				}
+				sent[ch.version]++
+			}
+			done := sent["v1alpha1"] >= rounds && sent["v1beta1"] >= rounds
+			return done || len(refused) > 0, fmt.Errorf("sent %v", sent)
+		})
+	if len(refused) > 0 {
+		t.Errorf("changes %s were refused:\n%s", what, strings.Join(refused, "\n"))
+	}
+}
+
+// stop stops the user and returns the replicas each Foo was last changed to.
+func (u *userChanges) stop(t *testing.T) map[string]int32 {
+	t.Helper()
+	u.cancel()
+	<-u.done
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	last := map[string]int32{}
+	for _, ch := range u.changes {
+		if ch.err == nil {
+			last[ch.foo] = ch.replicas
+		}
+	}
+	return last
 }

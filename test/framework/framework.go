@@ -292,6 +292,8 @@ type Controller struct {
 	*Process
 	// scrapeToken is the token of its cluster's metrics scraper.
 	scrapeToken string
+	// servesWebhook is whether it was started with a webhook server.
+	servesWebhook bool
 }
 
 // StartController runs the controller binary against the cluster. Its
@@ -336,9 +338,24 @@ func (c *Cluster) startController(bin, logDir, name string, env, args []string) 
 	if err != nil {
 		return nil, err
 	}
-	ctrl := &Controller{Process: p, scrapeToken: token}
+	ctrl := &Controller{Process: p, scrapeToken: token, servesWebhook: webhookFlag(all) != ""}
 	c.addController(ctrl)
 	return ctrl, nil
+}
+
+// webhookFlag is the webhook's bind address in args, the last given wins;
+// "" when there is none or it is disabled ("0").
+func webhookFlag(args []string) string {
+	addr := ""
+	for _, arg := range args {
+		if v, ok := strings.CutPrefix(arg, "-webhook-bind-address="); ok {
+			addr = v
+		}
+	}
+	if addr == "0" {
+		return ""
+	}
+	return addr
 }
 
 // MetricsURL is the controller's /metrics URL, https:// unless it runs
