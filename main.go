@@ -40,6 +40,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
@@ -134,16 +135,14 @@ func run(ctx context.Context, o *options.Options) error {
 		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
 			return err
 		}
-		// Ready while the Foo list waits on this very webhook, or no
+		// Ready while the Foo list may wait on this very webhook, or no
 		// replica would ever be (conversion.SelfWait).
 		var others []cache.InformerSynced
 		for _, kind := range ownedInformers {
 			others = append(others, kind.Informer.HasSynced)
 		}
-		selfWait, err := conversion.WatchSelfWait(fooInformer.Informer(), others...)
-		if err != nil {
-			return err
-		}
+		selfWait := conversion.NewSelfWait(samplev1beta1.SchemeGroupVersion.Version,
+			fooInformer.Informer().HasSynced, certs.StoredVersions, others...)
 		synced = selfWait.Synced
 	}
 

@@ -17,12 +17,8 @@ limitations under the License.
 package conversion
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"sync"
+	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -40,64 +36,45 @@ import (
 // The same holds after every replica restarts at once before the stored
 // Foos are migrated.
 //
-// So the Foo cache counts as synced for readiness also while its list fails
-// on the API server's side (a 5xx answer: a conversion that could not be
-// made, which the API server reports as InternalError or StorageReadError).
-// The replica then takes the webhook's calls, its next list is converted,
-// by itself if need be, and its cache syncs. Any other failure (the list
-// forbidden, the resource not found, the API server unreachable) keeps the
-// replica unready: those it cannot get out of by serving.
+// So while the CRD's status.storedVersions names a version other than the
+// one listed, the Foo cache is not waited for: the replica is ready once the
+// other caches have synced (and, beside this check, once the caBundle trusts
+// its certificate), takes the webhook's calls, and its list goes through,
+// converted by itself if need be. The API server's answer to the failing
+// list cannot tell this apart from other failures: it is a 5xx read from
+// etcd, and a 429 from its watch cache, which cannot fill itself for the
+// same want of conversion; and client-go retries a 429 of a streamed list
+// without reporting it. storedVersions says exactly when the cycle can
+// arise, and the migration (docs/api-versions.md) ends it.
 type SelfWait struct {
-	synced cache.InformerSynced
-	// others are the caches whose lists need no conversion: they must
-	// sync.
-	others []cache.InformerSynced
-
-	mu sync.Mutex
-	// failed is whether a list or watch of the informer has failed, and
-	// serverError whether the last that failed did with a 5xx answer.
-	failed, serverError bool
+	listed         string
+	synced         cache.InformerSynced
+	storedVersions func() []string
+	others         []cache.InformerSynced
 }
 
-// WatchSelfWait records why informer's list fails, for Synced, beside the
-// caches of others. It sets the informer's watch error handler, which then
-// also logs as client-go's default does: call it before the informer starts.
-func WatchSelfWait(informer cache.SharedIndexInformer, others ...cache.InformerSynced) (*SelfWait, error) {
-	w := &SelfWait{synced: informer.HasSynced, others: others}
-	err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.failed, w.serverError = true, isServerError(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
+// NewSelfWait returns the readiness wait of an informer that lists the
+// version listed and syncs as synced, given the CRD's storedVersions as last
+// seen, beside the caches of others, which need no conversion and must sync.
+func NewSelfWait(listed string, synced cache.InformerSynced, storedVersions func() []string,
+	others ...cache.InformerSynced,
+) *SelfWait {
+	return &SelfWait{listed: listed, synced: synced, storedVersions: storedVersions, others: others}
 }
 
 // Synced reports whether every other cache holds a full list, and the
-// informer's does too or waits for one that only a conversion can give.
+// informer's does too unless its list may need a conversion.
 func (w *SelfWait) Synced() bool {
 	for _, synced := range w.others {
 		if !synced() {
 			return false
 		}
 	}
-	if w.synced() {
-		return true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.serverError
+	return w.synced() || w.mayNeedConversion()
 }
 
-// isServerError reports whether err is the API server's answer with a 5xx
-// status.
-func isServerError(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	return status.Status().Code >= http.StatusInternalServerError
+// mayNeedConversion reports whether etcd may hold an object in a version
+// other than the one listed.
+func (w *SelfWait) mayNeedConversion() bool {
+	return slices.ContainsFunc(w.storedVersions(), func(v string) bool { return v != w.listed })
 }

@@ -506,3 +506,19 @@ func TestRunServesATrustedLeafFromInformerEvents(t *testing.T) {
 		t.Errorf("Secret at resourceVersion %s, want 2: created once, never replaced", rv)
 	}
 }
+
+func TestStoredVersionsAreTheCachedCRDs(t *testing.T) {
+	crd := fooCRD("Webhook")
+	if err := unstructured.SetNestedStringSlice(crd.Object, []string{"v1alpha1", "v1beta1"}, "status", "storedVersions"); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, crd)
+	m := f.manager()
+	if got := m.StoredVersions(); got != nil {
+		t.Errorf("StoredVersions() before the CRD is cached = %q, want nil", got)
+	}
+	f.observeCRD(t, m)
+	if got, want := m.StoredVersions(), []string{"v1alpha1", "v1beta1"}; !slices.Equal(got, want) {
+		t.Errorf("StoredVersions() = %q, want %q", got, want)
+	}
+}

@@ -137,6 +137,18 @@ func (m *Manager) cachedCRD() (*unstructured.Unstructured, error) {
 	return crd, nil
 }
 
+// StoredVersions returns the CRD's status.storedVersions as last cached:
+// every version etcd may still hold an object in. Nil until the CRD is
+// cached.
+func (m *Manager) StoredVersions() []string {
+	crd, err := m.cachedCRD()
+	if err != nil || crd == nil {
+		return nil
+	}
+	versions, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	return versions
+}
+
 // cachedSecret returns the Secret from the informer's cache, nil if there
 // is none.
 func (m *Manager) cachedSecret() (*corev1.Secret, error) {

@@ -36,9 +36,9 @@ import (
 // probe passes as ready, and kube-proxy spreads the Service's connections
 // over those alone; a pod that runs but is not ready gets none. Here each
 // running controller's /readyz is probed every probePeriod, a controller is
-// an endpoint from its first passing probe until failureThreshold probes in
-// a row fail (the manifest's threshold, at a tenth of its period: the lag of
-// a real EndpointSlice, shortened), and each connection is forwarded, TLS
+// an endpoint from its first passing probe until ReadinessFailureThreshold
+// probes in a row fail (the manifest's threshold, at a tenth of its period:
+// the lag of a real EndpointSlice, shortened), and each connection is forwarded, TLS
 // and all, to the next ready endpoint in turn. With none ready it accepts
 // and closes the connection, which is what the API server sees of a Service
 // without endpoints. A process that has exited is dropped at once, as a
@@ -74,9 +74,10 @@ type replica interface {
 const (
 	// probePeriod is how often each replica's /readyz is probed.
 	probePeriod = time.Second
-	// failureThreshold is how many failed probes in a row make a ready
-	// replica unready: the manifest's readinessProbe.failureThreshold.
-	failureThreshold = 3
+	// ReadinessFailureThreshold is how many failed probes in a row make a
+	// ready replica unready: the manifest's readinessProbe.failureThreshold
+	// (held to it by test/names).
+	ReadinessFailureThreshold = 3
 )
 
 // WebhookURL is the conversion webhook's URL for this cluster's CRD: the
@@ -248,7 +249,7 @@ func (s *webhookService) probeAll() {
 				e.ready, e.failures = true, 0
 			case e.ready:
 				e.failures++
-				if e.failures >= failureThreshold {
+				if e.failures >= ReadinessFailureThreshold {
 					e.ready, e.failures = false, 0
 				}
 			}

@@ -103,7 +103,7 @@ func call(t *testing.T, s *webhookService) string {
 // probes can take to notice a change.
 func waitFor(t *testing.T, s *webhookService, want string) {
 	t.Helper()
-	deadline := time.Now().Add((failureThreshold + 2) * probePeriod)
+	deadline := time.Now().Add((ReadinessFailureThreshold + 2) * probePeriod)
 	for {
 		got := call(t, s)
 		if got == want {
@@ -140,8 +140,8 @@ func TestWebhookServiceSendsOnlyToReadyReplicas(t *testing.T) {
 	r.ready.Store(true)
 	waitFor(t, s, "converted")
 
-	// Unready again: out once failureThreshold probes in a row fail, and
-	// not before the first of them.
+	// Unready again: out once ReadinessFailureThreshold probes in a row
+	// fail, and not before the first of them.
 	r.ready.Store(false)
 	if got := call(t, s); got != "converted" {
 		t.Fatalf("a replica whose probe has not failed yet was not sent the connection: %q", got)

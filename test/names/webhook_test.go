@@ -31,6 +31,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/options"
+	"github.com/kube-samples/sample-controller/test/framework"
 )
 
 // The CRD reaches the conversion webhook through the deployed Service, on
@@ -119,5 +120,22 @@ func TestClusterRoleGrantsTheFooCRDOnly(t *testing.T) {
 		!slices.Equal(rules[0].Verbs, []string{"list", "watch", "patch"}) {
 		t.Errorf("%s/clusterrole.yaml: CRD rules %+v, want list, watch and patch of %s alone", deployDir, rules,
 			samplecontroller.FooCRDName)
+	}
+}
+
+// The end-to-end stand-in for the webhook's Service drops a replica after as
+// many failed readiness probes in a row as the kubelet does under the
+// manifest, at /readyz.
+func TestWebhookServiceStandInProbesAsTheManifestSays(t *testing.T) {
+	var deployment appsv1.Deployment
+	decode(t, "deployment.yaml", &deployment)
+	probe := deployment.Spec.Template.Spec.Containers[0].ReadinessProbe
+	if probe == nil || probe.HTTPGet == nil {
+		t.Fatalf("%s/deployment.yaml: no HTTP readiness probe", deployDir)
+	}
+	if probe.HTTPGet.Path != "/readyz" || probe.FailureThreshold != framework.ReadinessFailureThreshold {
+		t.Errorf("%s/deployment.yaml: readiness probe %s, failureThreshold %d; the stand-in probes /readyz, "+
+			"failureThreshold %d", deployDir, probe.HTTPGet.Path, probe.FailureThreshold,
+			framework.ReadinessFailureThreshold)
 	}
 }
