@@ -47,7 +47,11 @@ const Path = "/convert"
 //     bytes read (see budget): a review holds its converted objects until
 //     the last has converted (all or none), about as many bytes as it read,
 //     and the objects it read and decoded are garbage the collector has not
-//     necessarily reclaimed. Two reviews of the largest size fit.
+//     necessarily reclaimed. It is one review of the largest size: that
+//     one must fit, and as reviews in flight are not expected to be large
+//     at once, more would only let a flood hold more (one review of the
+//     largest size beside a flood of smaller ones is the one refused,
+//     being the largest holder).
 //   - maxReviewsInFlight bounds the reviews, each of which also holds a
 //     decoder's buffer and a goroutine beside what it is charged for;
 //     past it a review is answered 429 with Retry-After.
@@ -61,7 +65,7 @@ const Path = "/convert"
 // docs/failure-modes.md has the figures, measured under attack.
 const (
 	maxReviewBytes     = 32 << 20
-	reviewBudget       = 2 * maxReviewBytes
+	reviewBudget       = maxReviewBytes
 	maxReviewsInFlight = 32
 	// readChunk is the most one read of a body asks for, so that a
 	// review is charged about what it read, not a buffer's size.
