@@ -179,8 +179,7 @@ func (h *holding) charge(ctx context.Context, n int64) error {
 	}
 }
 
-// chargedReader charges each read to a holding before passing it on, and
-// counts what it read.
+// chargedReader charges each read to a holding before passing it on.
 type chargedReader struct {
 	ctx context.Context
 	r   io.Reader
@@ -188,7 +187,6 @@ type chargedReader struct {
 	// chunk is the most one read asks for, so that a review is charged
 	// about what it read, not the size of a buffer.
 	chunk int
-	read  int64
 }
 
 func (c *chargedReader) Read(p []byte) (int, error) {
@@ -199,7 +197,6 @@ func (c *chargedReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := c.r.Read(p)
-	c.read += int64(n)
 	if n < len(p) {
 		c.h.refund(int64(len(p) - n))
 	}
