@@ -54,7 +54,11 @@ const Path = "/convert"
 //     being the largest holder).
 //   - maxReviewsInFlight bounds the reviews, each of which also holds a
 //     decoder's buffer and a goroutine beside what it is charged for;
-//     past it a review is answered 429 with Retry-After.
+//     past it a review is answered 429 with Retry-After. The API server
+//     does not retry a conversion call, so a 429 to it fails a client's
+//     request: the cap is well above the calls the API servers make at
+//     once (one per request in the other version being served), and it is
+//     the budget, not the cap, that holds a flood of large reviews back.
 //
 // So the webhook adds to the controller's heap at most
 // reviewBudget × (1 + GOGC/100) (what is held, and as much again of garbage
