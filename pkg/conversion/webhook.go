@@ -42,7 +42,9 @@ const Path = "/convert"
 //     one review, so a review is as large as the largest list of Foos a
 //     client reads in the other version: every Foo of a cluster at the
 //     largest scale the benchmarks run (make bench's curve), with room for
-//     each Foo to grow by half. A larger body is refused (413) unread.
+//     each Foo to grow by half and for a few more Foos than the curve's
+//     largest step. A larger body is refused (413) unread; no larger, as
+//     the budget below, and so the memory the webhook may take, follows it.
 //   - reviewBudget bounds what all the reviews in flight hold at once, in
 //     bytes read (see budget): a review holds its converted objects until
 //     the last has converted (all or none), about as many bytes as it read,
@@ -68,7 +70,7 @@ const Path = "/convert"
 // to that limit, makes the collector run sooner as the heap nears it.
 // docs/failure-modes.md has the figures, measured under attack.
 const (
-	maxReviewBytes     = 32 << 20
+	maxReviewBytes     = 24 << 20
 	reviewBudget       = maxReviewBytes
 	maxReviewsInFlight = 32
 	// readChunk is the most one read of a body asks for, so that a
