@@ -410,7 +410,8 @@ func (s *streamedReview) response() (encodedResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := encodedResponse{[]byte(`{"kind":"` + reviewKind + `","apiVersion":"` + reviewAPIVersion + `","response":{"uid":`), uid}
+	head := `{"kind":"` + reviewKind + `","apiVersion":"` + reviewAPIVersion + `","response":{"uid":`
+	out := encodedResponse{[]byte(head), uid}
 	if s.result.Status != metav1.StatusSuccess {
 		out = append(out, []byte(`,"convertedObjects":null`))
 	} else {

@@ -118,7 +118,7 @@ func TestReviewPastTheInFlightCapGets429WithRetryAfter(t *testing.T) {
 	b := newBudget(1<<20, 2, time.Second)
 	h := newHandler(1<<20, b)
 	var wg sync.WaitGroup
-	var writers []*io.PipeWriter
+	writers := make([]*io.PipeWriter, 0, 2)
 	codes := make(chan int, 2)
 	for range 2 {
 		pr, pw := io.Pipe()
@@ -252,7 +252,7 @@ func TestRefusedReviewsAreLoggedAtMostOncePerInterval(t *testing.T) {
 		ok         bool
 		suppressed int
 	}
-	var got []line
+	got := make([]line, 0, 8)
 	for _, at := range []time.Duration{0, time.Second, 2 * time.Second, 9 * time.Second, 10 * time.Second,
 		15 * time.Second, 20 * time.Second, 60 * time.Second} {
 		now = start.Add(at)

@@ -123,7 +123,7 @@ func TestConnectionsPastTheCapWaitForOneToClose(t *testing.T) {
 	lim := testLimits
 	lim.idle, lim.read, lim.readHeader = time.Minute, time.Minute, time.Minute
 	addr := startTestServer(t, lim, ok)
-	var held []net.Conn
+	held := make([]net.Conn, 0, lim.maxConns)
 	for range lim.maxConns {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {

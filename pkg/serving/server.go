@@ -147,7 +147,9 @@ func serve(ctx context.Context, name, addr string, handler http.Handler, lim lim
 }
 
 // serveWithTLS is serve over HTTPS when tlsConfig is not nil.
-func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, tlsConfig *tls.Config, lim limits) error {
+func serveWithTLS(
+	ctx context.Context, name, addr string, handler http.Handler, tlsConfig *tls.Config, lim limits,
+) error {
 	if serverDisabled(addr) {
 		return nil
 	}
@@ -160,7 +162,9 @@ func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, 
 }
 
 // serveOn serves handler on ln until ctx ends, within lim.
-func serveOn(ctx context.Context, name string, ln net.Listener, handler http.Handler, tlsConfig *tls.Config, lim limits) {
+func serveOn(
+	ctx context.Context, name string, ln net.Listener, handler http.Handler, tlsConfig *tls.Config, lim limits,
+) {
 	ln = limitConnections(ln, lim.maxConns)
 	scheme := "http"
 	if tlsConfig != nil {
