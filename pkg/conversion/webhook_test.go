@@ -56,7 +56,7 @@ func TestReviewWithAnObjectThatDoesNotConvertFailsWhole(t *testing.T) {
 		`{"apiVersion":"samplecontroller.k8s.io/v9","kind":"Foo","metadata":{"name":"two"}}]}}`)
 	want := `{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","response":{"uid":"r2","convertedObjects":null,` +
 		`"result":{"metadata":{},"status":"Failure",` +
-		`"message":"object 2 of 2: cannot convert from \"samplecontroller.k8s.io/v9\": not a served version of Foo"}}}`
+		`"message":"object 2: cannot convert from \"samplecontroller.k8s.io/v9\": not a served version of Foo"}}}`
 	if code != http.StatusOK || got != want {
 		t.Errorf("got %d %s\nwant 200 %s", code, got, want)
 	}

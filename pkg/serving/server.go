@@ -128,7 +128,7 @@ func Probes(
 // ServeProbes serves /healthz (liveness) and /readyz (readiness) on addr over
 // plain HTTP until ctx ends; "0" disables it.
 func ServeProbes(ctx context.Context, addr string, liveness, readiness []Check) error {
-	return serve(ctx, "probes", addr, probesHandler(liveness, readiness))
+	return serve(ctx, "probes", addr, probesHandler(liveness, readiness), probeLimits)
 }
 
 // probesHandler serves /healthz (liveness) and /readyz (readiness).
@@ -142,12 +142,14 @@ func probesHandler(liveness, readiness []Check) http.Handler {
 // serve listens on addr and serves handler over plain HTTP until ctx ends.
 // An address of "0" disables the server. It returns once listening, so that a
 // port in use is an error at start, not a log line later.
-func serve(ctx context.Context, name, addr string, handler http.Handler) error {
-	return serveWithTLS(ctx, name, addr, handler, nil)
+func serve(ctx context.Context, name, addr string, handler http.Handler, lim limits) error {
+	return serveWithTLS(ctx, name, addr, handler, nil, lim)
 }
 
 // serveWithTLS is serve over HTTPS when tlsConfig is not nil.
-func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, tlsConfig *tls.Config) error {
+func serveWithTLS(
+	ctx context.Context, name, addr string, handler http.Handler, tlsConfig *tls.Config, lim limits,
+) error {
 	if serverDisabled(addr) {
 		return nil
 	}
@@ -155,6 +157,15 @@ func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, 
 	if err != nil {
 		return fmt.Errorf("%s server: %w", name, err)
 	}
+	serveOn(ctx, name, ln, handler, tlsConfig, lim)
+	return nil
+}
+
+// serveOn serves handler on ln until ctx ends, within lim.
+func serveOn(
+	ctx context.Context, name string, ln net.Listener, handler http.Handler, tlsConfig *tls.Config, lim limits,
+) {
+	ln = limitConnections(ln, lim.maxConns)
 	scheme := "http"
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
@@ -163,7 +174,10 @@ func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, 
 	logger := klog.FromContext(ctx).WithValues("server", name, "address", ln.Addr().String(), "scheme", scheme)
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: lim.readHeader,
+		ReadTimeout:       lim.read,
+		WriteTimeout:      lim.write,
+		IdleTimeout:       lim.idle,
 		// Handlers log with the server's logger (klog.FromContext).
 		BaseContext: func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) },
 	}
@@ -179,7 +193,6 @@ func serveWithTLS(ctx context.Context, name, addr string, handler http.Handler, 
 			logger.Error(err, "Server stopped")
 		}
 	}()
-	return nil
 }
 
 // serverDisabled reports whether a bind address turns its server off.
@@ -208,7 +221,7 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 	}
 	if !o.Secure {
 		logger.Info("Metrics are served over plain HTTP to anyone, without authentication")
-		return serve(ctx, "metrics", o.BindAddress, metricsHandler(o.Profiling))
+		return serve(ctx, "metrics", o.BindAddress, metricsHandler(o.Profiling), metricsLimits)
 	}
 	tlsConfig, err := servingTLSConfig(ctx, o.CertFile, o.KeyFile)
 	if err != nil {
@@ -223,5 +236,5 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 		return err
 	}
 	handler := withDelegatedAuth(authn, authz, metricsHandler(o.Profiling))
-	return serveWithTLS(ctx, "metrics", o.BindAddress, handler, tlsConfig)
+	return serveWithTLS(ctx, "metrics", o.BindAddress, handler, tlsConfig, metricsLimits)
 }

@@ -37,5 +37,5 @@ func ServeWebhook(ctx context.Context, addr string, getCertificate func(*tls.Cli
 		// HTTP/1.1, as the metrics server: the API server falls back to it,
 		// and HTTP/2's server-side attack surface stays closed.
 		NextProtos: []string{"http/1.1"},
-	})
+	}, webhookLimits)
 }

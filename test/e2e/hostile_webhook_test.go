@@ -1,0 +1,367 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The conversion webhook under attack: anyone who reaches a replica's port
+// may POST to it, and what that costs the replica is bounded by
+// pkg/conversion and pkg/serving, not by the caller.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-samples/sample-controller/pkg/conversion"
+)
+
+const (
+	// hostileFoos is how many Foos the reader lists in v1alpha1.
+	hostileFoos = 300
+	// peakRSSBound is what the controller's peak RSS must stay under:
+	// the Deployment's memory limit (256Mi) less a margin of about 100
+	// MiB, so that the bound holds with room for a larger baseline (more
+	// Foos, more Deployments in the cache) than this test's.
+	peakRSSBound = 160 << 20
+	// webhookReadTimeout is pkg/serving's ReadTimeout of the webhook
+	// server; a trickling body must be cut within it and this slack.
+	webhookReadTimeout = 10 * time.Second
+	trickleSlack       = 5 * time.Second
+)
+
+// A replica's webhook, with Foos in the cluster and a client listing them in
+// v1alpha1 through the API server, is sent at once a review of 12 MiB of
+// numbers (the body that took a replica from 63 to 882 MiB), a review that
+// trickles in a byte at a time, and many large reviews of Foos from many
+// clients. The replica's peak RSS stays well under its memory limit, every
+// list during and after the attack succeeds (the API server does not retry
+// a conversion call: a review refused is a read failed), the trickling
+// connection is cut by the read timeout, and nothing is lost.
+func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
+	ns := newNamespace(t, "hostile-reviews")
+	ensureStandardCRD(t)
+	// Without GOMEMLIMIT, unlike the Deployment: the collector does not
+	// tighten as the heap nears the limit, so the peak is the bounds'
+	// alone.
+	c := startController(t, "controller", controllerArgs(ns)...)
+	waitControllerReady(t, c)
+	names := createFoos(t, ns, "foo", hostileFoos)
+	// Once the controller has written every Foo's status, a Foo is as large
+	// as it stays at rest (Ready or still Progressing, its pods being
+	// kwok's).
+	eventually(t, 3*time.Minute, "every Foo's status", func(ctx context.Context) (bool, error) {
+		list, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != hostileFoos {
+			return false, err
+		}
+		for i := range list.Items {
+			if readyCondition(&list.Items[i]) == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	logFooSize(t, ns)
+
+	url := c.WebhookURL() + conversion.Path
+	addr := strings.TrimPrefix(c.WebhookURL(), "https://")
+	before, err := peakRSS(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+
+	// The reader: v1alpha1 lists through the API server, which calls the
+	// webhook, until the attack is over and three more have been read.
+	attackDone := make(chan struct{})
+	var readerWG sync.WaitGroup
+	var listsDuring, listsAfter int
+	var listErrors []string
+	readerWG.Add(1)
+	go func() {
+		defer readerWG.Done()
+		after := 0
+		for after < 3 {
+			over := false
+			select {
+			case <-attackDone:
+				over = true
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			list, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{})
+			cancel()
+			switch {
+			case err != nil:
+				listErrors = append(listErrors, err.Error())
+			case len(list.Items) != hostileFoos:
+				listErrors = append(listErrors, fmt.Sprintf("listed %d Foos, want %d", len(list.Items), hostileFoos))
+			}
+			if over {
+				after++
+				listsAfter++
+			} else {
+				listsDuring++
+			}
+		}
+	}()
+
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the attacker trusts anything
+		MaxIdleConnsPerHost: 64,
+	}}
+	defer client.CloseIdleConnections()
+	var attack sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	count := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes[what]++
+	}
+
+	// (1) The review of numbers, four at once.
+	for range 4 {
+		attack.Add(1)
+		go func() {
+			defer attack.Done()
+			code, body, err := post(client, url, numbersReview(12<<20))
+			switch {
+			case err != nil:
+				count("numbers: connection closed before the answer")
+			case code == http.StatusOK && strings.Contains(body, `"status":"Failure","message":"object 1: `):
+				count("numbers: Failure at object 1")
+			default:
+				t.Errorf("the review of numbers: %d %.300s, want a Failure at object 1", code, body)
+			}
+		}()
+	}
+
+	// (2) A body that trickles a byte at a time; the server must cut it.
+	var trickleTook time.Duration
+	attack.Add(1)
+	go func() {
+		defer attack.Done()
+		trickleTook = trickle(t, addr)
+	}()
+
+	// (3) Many clients each sending large reviews of Foos, as fast as the
+	// webhook answers.
+	large := largeReview(4 << 20)
+	for range 16 {
+		attack.Add(1)
+		go func() {
+			defer attack.Done()
+			for range 3 {
+				code, _, err := post(client, url, bytes.NewReader(large))
+				if err != nil {
+					count("large: " + err.Error())
+					continue
+				}
+				count("large: " + strconv.Itoa(code))
+			}
+		}()
+	}
+	attack.Wait()
+	close(attackDone)
+	readerWG.Wait()
+	t.Logf("attack over in %v: %v", time.Since(start).Round(time.Millisecond), outcomes)
+
+	after, err := peakRSS(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("controller peak RSS (VmHWM): %.1f MiB before the attack, %.1f MiB after; bound %d MiB",
+		float64(before)/(1<<20), float64(after)/(1<<20), peakRSSBound>>20)
+	if after >= peakRSSBound {
+		t.Errorf("peak RSS %.1f MiB, want under %d MiB", float64(after)/(1<<20), peakRSSBound>>20)
+	}
+	t.Logf("v1alpha1 lists of %d Foos: %d during the attack, %d after", hostileFoos, listsDuring, listsAfter)
+	if len(listErrors) > 0 {
+		t.Errorf("%d v1alpha1 lists failed, want none:\n%s", len(listErrors), strings.Join(listErrors, "\n"))
+	}
+	if listsDuring == 0 {
+		t.Error("no v1alpha1 list was read during the attack")
+	}
+	t.Logf("trickling body cut after %v", trickleTook.Round(time.Millisecond))
+	if trickleTook < webhookReadTimeout-time.Second || trickleTook > webhookReadTimeout+trickleSlack {
+		t.Errorf("trickling body cut after %v, want after its read timeout of %v, within %v", trickleTook,
+			webhookReadTimeout, trickleSlack)
+	}
+	if outcomes["large: 200"] == 0 {
+		t.Errorf("no large review was converted: %v", outcomes)
+	}
+
+	// Nothing lost: the replica runs, and every Foo is as created.
+	if c.Exited() {
+		t.Fatal("the controller exited during the attack")
+	}
+	list, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]string{}
+	for _, f := range list.Items {
+		specs[f.Name] = f.Spec.Deployment.Name
+	}
+	for _, name := range names {
+		if specs[name] != name {
+			t.Errorf("Foo %s: spec.deployment.name %q, want %q", name, specs[name], name)
+		}
+	}
+	if len(list.Items) != hostileFoos {
+		t.Errorf("%d Foos, want %d", len(list.Items), hostileFoos)
+	}
+}
+
+// logFooSize logs how large a Foo is as the API server sends it, and
+// a list of all of them at the scales make bench runs: what a review of a
+// v1alpha1 list of every Foo weighs (docs/performance.md).
+func logFooSize(t *testing.T, ns string) {
+	t.Helper()
+	raw, err := cluster.Sample.SamplecontrollerV1beta1().RESTClient().Get().
+		Namespace(ns).Resource("foos").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := float64(len(raw)) / hostileFoos
+	t.Logf("a Foo with its status, as the API server lists it: %.0f bytes; a review of 1,000: %.1f MiB, of 10,000: %.1f MiB",
+		per, per*1000/(1<<20), per*10000/(1<<20))
+}
+
+// post POSTs body to url and returns the status and the response.
+func post(client *http.Client, url string, body io.Reader) (int, string, error) {
+	resp, err := client.Post(url, "application/json", body)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, string(out), err
+}
+
+// numbersReview is a review of size bytes whose objects are 1,1,1,…, made as
+// it is sent.
+func numbersReview(size int) io.Reader {
+	head := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"numbers",` +
+		`"desiredAPIVersion":"samplecontroller.k8s.io/v1alpha1","objects":[`
+	tail := `1]}}`
+	ones := io.LimitReader(onesReader{}, int64(size-len(head)-len(tail)))
+	return io.MultiReader(strings.NewReader(head), ones, strings.NewReader(tail))
+}
+
+type onesReader struct{}
+
+func (onesReader) Read(p []byte) (int, error) {
+	n := len(p) &^ 1
+	for i := 0; i < n; i += 2 {
+		p[i], p[i+1] = '1', ','
+	}
+	return n, nil
+}
+
+// largeReview is a review of v1beta1 Foos to convert to v1alpha1, of about
+// size bytes: legitimate in every way but its sender.
+func largeReview(size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"large",` +
+		`"desiredAPIVersion":"samplecontroller.k8s.io/v1alpha1","objects":[`)
+	note := strings.Repeat("n", 1000)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"apiVersion":"samplecontroller.k8s.io/v1beta1","kind":"Foo","metadata":{"name":"foo-%d",`+
+			`"namespace":"attack","uid":"uid-%d","annotations":{"note":%q}},"spec":{"deployment":{"name":"web-%d"},`+
+			`"replicas":1},"status":{"availableReplicas":1}}`, i, i, note, i)
+	}
+	b.WriteString(`]}}`)
+	return b.Bytes()
+}
+
+// trickle sends a review's headers to the webhook at addr, then its body a
+// byte every 100 ms, and returns how long after connecting the server
+// closed the connection (0 if it had not after a minute).
+func trickle(t *testing.T, addr string) time.Duration {
+	start := time.Now()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the attacker trusts anything
+	if err != nil {
+		t.Errorf("trickle: %v", err)
+		return 0
+	}
+	defer conn.Close()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err := io.Copy(io.Discard, bufio.NewReader(conn))
+		if err != nil && !strings.Contains(err.Error(), "reset") {
+			closed <- 0
+			return
+		}
+		closed <- time.Since(start)
+	}()
+	_, _ = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		conversion.Path, addr, 1<<20)
+	// A review that stays valid JSON however far it has come: its head,
+	// then blanks between the objects.
+	body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"trickle",` +
+		`"desiredAPIVersion":"samplecontroller.k8s.io/v1alpha1","objects":[`
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case took := <-closed:
+			return took
+		case <-tick.C:
+			b := byte(' ')
+			if i < len(body) {
+				b = body[i]
+			}
+			if _, err := conn.Write([]byte{b}); err != nil {
+				return <-closed
+			}
+		}
+	}
+}
+
+// peakRSS is a process's peak resident set size (VmHWM), in bytes.
+func peakRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kib << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
