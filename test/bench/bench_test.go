@@ -67,6 +67,11 @@ var (
 	runs         = envInts("BENCH_RUNS", []int{3}, false)
 	numUnrelated = envInt("BENCH_UNRELATED_DEPLOYMENTS", 10000)
 	numChanges   = envInt("BENCH_SPEC_CHANGES", 50)
+	// webhookOff is BENCH_WEBHOOK=off: every controller the bench starts
+	// runs with -webhook-bind-address=0, without the conversion webhook
+	// and its certificate manager, so that what they cost is measured by
+	// the same bench.
+	webhookOff = envOnOff("BENCH_WEBHOOK")
 	// floorWorkers is how many goroutines write the floor, as many as the
 	// controller's default -workers.
 	floorWorkers = 8
@@ -77,6 +82,18 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// envOnOff reads a switch that is on unless set to "off".
+func envOnOff(name string) bool {
+	switch v := os.Getenv(name); v {
+	case "", "on":
+		return false
+	case "off":
+		return true
+	default:
+		panic(fmt.Sprintf("%s: %q is neither on nor off", name, v))
+	}
 }
 
 // envInts reads a space-separated list of positive integers, sorted and
@@ -172,8 +189,12 @@ func TestBenchmark(t *testing.T) {
 	}
 
 	began := time.Now()
-	b.report("sizes %v, floor and controller runs of each %v, floor with %d goroutines; %d unrelated Deployments, %d spec changes",
-		sizes, runs, floorWorkers, numUnrelated, numChanges)
+	webhook := "on"
+	if webhookOff {
+		webhook = "off (-webhook-bind-address=0)"
+	}
+	b.report("sizes %v, floor and controller runs of each %v, floor with %d goroutines; %d unrelated Deployments, %d spec changes; webhook %s",
+		sizes, runs, floorWorkers, numUnrelated, numChanges, webhook)
 	series := make([]sizeResult, 0, len(sizes))
 	for i, n := range sizes {
 		r := b.measureSize(n, runsAt(i))
@@ -321,8 +342,8 @@ func (b *bench) createFoos(ns string, n int) []*samplev1beta1.Foo {
 // startController runs the controller at its defaults but for the
 // namespace it watches, leader election (off unless args turn it on),
 // plain-HTTP metrics (so that the bench's scrapes cost no TokenReviews,
-// which would count among the controller's requests) and profiling; args
-// come last.
+// which would count among the controller's requests), profiling and, with
+// BENCH_WEBHOOK=off, no conversion webhook; args come last.
 func (b *bench) startController(ns, name string, args ...string) *framework.Controller {
 	return b.startControllerWithEnv(ns, name, nil, args...)
 }
@@ -330,8 +351,11 @@ func (b *bench) startController(ns, name string, args ...string) *framework.Cont
 // startControllerWithEnv is startController with env added to the
 // controller's environment.
 func (b *bench) startControllerWithEnv(ns, name string, env []string, args ...string) *framework.Controller {
-	ctrl, err := b.cluster.StartControllerWithEnv(b.bin, b.logDir, name, env, append([]string{
-		"-namespace=" + ns, "-leader-elect=false", "-metrics-secure=false", "-profiling", "-v=1"}, args...)...)
+	defaults := []string{"-namespace=" + ns, "-leader-elect=false", "-metrics-secure=false", "-profiling", "-v=1"}
+	if webhookOff {
+		defaults = append(defaults, "-webhook-bind-address=0")
+	}
+	ctrl, err := b.cluster.StartControllerWithEnv(b.bin, b.logDir, name, env, append(defaults, args...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}
