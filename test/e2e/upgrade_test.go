@@ -149,19 +149,8 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		last := changes.stop(t)
 
 		waitControllerReady(t, c)
-		for i := range upgradeFoos {
+		for i, foo := range waitSettled(t, ns) {
 			name := fmt.Sprintf("foo-%d", i)
-			// Settled: the Deployment rolled out to what the last change
-			// asked for, and the Foo saying so, so that no status write is
-			// still to come.
-			eventually(t, convergeTimeout, fmt.Sprintf("web-%d rolled out", i), func(ctx context.Context) (bool, error) {
-				d, err := getDeployment(ctx, ns, fmt.Sprintf("web-%d", i))
-				return err == nil && rolledOut(d), err
-			})
-			foo := waitFoo(t, ns, name, "Ready at its generation, every replica available", func(f *samplev1beta1.Foo) bool {
-				return isReady(f) && f.Status.ObservedGeneration == f.Generation &&
-					f.Status.AvailableReplicas == specReplicas(f)
-			})
 			replicas := int32(i + 1)
 			if r, changed := last[name]; changed {
 				replicas = r
@@ -227,6 +216,10 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		waitFoo(t, ns, "foo-3", "1 available replica", func(f *samplev1beta1.Foo) bool {
 			return f.Status.AvailableReplicas == 1 && isReady(f) && f.Status.ObservedGeneration == f.Generation
 		})
+		waitSettled(t, ns)
+		for _, c := range replicas {
+			expectZeroWritesAtRest(t, c)
+		}
 		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 		deploymentsBefore = deploymentsOf(t, ns)
 	}) {
@@ -446,6 +439,27 @@ func expectSameDeployments(t *testing.T, before, after map[string]metav1.ObjectM
 			t.Errorf("Deployment %s written: generation %d, was %d", name, a.Generation, b.Generation)
 		}
 	}
+}
+
+// waitSettled waits until the Deployment of every Foo of the upgrade has
+// rolled out and every Foo says so, Ready at its generation with every
+// replica available, so that no write of the controller's is still to come;
+// it returns the Foos, foo-0 first.
+func waitSettled(t *testing.T, ns string) []*samplev1beta1.Foo {
+	t.Helper()
+	foos := make([]*samplev1beta1.Foo, 0, upgradeFoos)
+	for i := range upgradeFoos {
+		eventually(t, convergeTimeout, fmt.Sprintf("web-%d rolled out", i), func(ctx context.Context) (bool, error) {
+			d, err := getDeployment(ctx, ns, fmt.Sprintf("web-%d", i))
+			return err == nil && rolledOut(d), err
+		})
+		foos = append(foos, waitFoo(t, ns, fmt.Sprintf("foo-%d", i), "Ready at its generation, every replica available",
+			func(f *samplev1beta1.Foo) bool {
+				return isReady(f) && f.Status.ObservedGeneration == f.Generation &&
+					f.Status.AvailableReplicas == specReplicas(f)
+			}))
+	}
+	return foos
 }
 
 // expectNotRecreated: every Deployment of before is there after, the same
