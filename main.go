@@ -57,6 +57,10 @@ import (
 func main() {
 	o := options.AddFlags(flag.CommandLine)
 	flag.Parse()
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
 	if err := logsapi.ValidateAndApply(o.Logging, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)

@@ -19,7 +19,9 @@ limitations under the License.
 package options
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,4 +145,36 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	})
 	logsapi.AddGoFlags(o.Logging, fs)
 	return o
+}
+
+// Validate returns an error naming each flag whose value cannot work, so
+// that the start ends with what to fix rather than a controller that runs
+// and does not do what was asked.
+func (o *Options) Validate() error {
+	var errs []error
+	for _, f := range []struct{ flag, addr string }{
+		{"-metrics-bind-address", o.Metrics.BindAddress},
+		{"-health-probe-bind-address", o.ProbeAddr},
+		{"-webhook-bind-address", o.Webhook.BindAddress},
+	} {
+		if f.addr == "" {
+			errs = append(errs, fmt.Errorf("%s is empty: give an address such as :PORT, or 0 to disable the server",
+				f.flag))
+		}
+	}
+	if o.Webhook.BindAddress != "0" {
+		for _, f := range []struct {
+			flag     string
+			validity time.Duration
+		}{
+			{"-webhook-ca-validity", o.Webhook.CAValidity},
+			{"-webhook-cert-validity", o.Webhook.CertValidity},
+		} {
+			if f.validity < webhookcert.MinValidity {
+				errs = append(errs, fmt.Errorf("%s is %v: it must be at least %v, so that a renewal, "+
+					"begun after two thirds of it, has time to finish", f.flag, f.validity, webhookcert.MinValidity))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

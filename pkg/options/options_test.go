@@ -18,6 +18,7 @@ package options
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +57,63 @@ func TestFlags(t *testing.T) {
 		CAValidity: 2 * time.Hour, CertValidity: time.Hour}) {
 		t.Errorf("parsed webhook options: %+v", o.Webhook)
 	}
+}
+
+// Each flag whose value cannot work ends the start with a message naming it.
+func TestValidateNamesEachFlagThatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // each a line of the error, in any order
+	}{
+		{args: nil},
+		{args: []string{"-webhook-ca-validity=90s", "-webhook-cert-validity=90s"}},
+		{args: []string{"-webhook-bind-address=0", "-webhook-ca-validity=-1h"}},
+		{args: []string{"-webhook-ca-validity=-1h"}, want: []string{
+			"-webhook-ca-validity is -1h0m0s: it must be at least 1m30s, so that a renewal, begun after two thirds " +
+				"of it, has time to finish"}},
+		{args: []string{"-webhook-ca-validity=0s", "-webhook-cert-validity=89s"}, want: []string{
+			"-webhook-ca-validity is 0s: it must be at least 1m30s, so that a renewal, begun after two thirds " +
+				"of it, has time to finish",
+			"-webhook-cert-validity is 1m29s: it must be at least 1m30s, so that a renewal, begun after two thirds " +
+				"of it, has time to finish"}},
+		{args: []string{"-webhook-bind-address="}, want: []string{
+			"-webhook-bind-address is empty: give an address such as :PORT, or 0 to disable the server"}},
+		{args: []string{"-metrics-bind-address=", "-health-probe-bind-address="}, want: []string{
+			"-metrics-bind-address is empty: give an address such as :PORT, or 0 to disable the server",
+			"-health-probe-bind-address is empty: give an address such as :PORT, or 0 to disable the server"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o := AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			var got []string
+			if err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if !sameLines(got, tc.want) {
+				t.Errorf("Validate() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// sameLines reports whether a and b hold the same lines, in any order.
+func sameLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	left := map[string]int{}
+	for _, line := range a {
+		left[line]++
+	}
+	for _, line := range b {
+		if left[line] == 0 {
+			return false
+		}
+		left[line]--
+	}
+	return true
 }

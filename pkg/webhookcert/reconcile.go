@@ -323,6 +323,12 @@ func (m *Manager) patchCABundle(ctx context.Context, current, want []byte) error
 // life yet, far longer.
 const settle = 15 * time.Second
 
+// MinValidity is the shortest lifetime of a CA or a serving certificate
+// that renews safely: the last third, left after a renewal starts, holds
+// the settle a replica waits before it serves a certificate of the next CA
+// twice over, once for the wait and once for a retry.
+const MinValidity = 6 * settle
+
 // updateLeaf issues this replica a new leaf when it has none, when its leaf
 // is two thirds through its life, or when the signing CA changed; but only
 // from a signing CA that observed, the caBundle, holds, and, when it
