@@ -14,11 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package serving runs the controller's two HTTP servers: the metrics server
-// (Prometheus metrics and, when asked, Go's profiles; by default over HTTPS,
-// each request authenticated and authorized by the API server, with a
-// certificate reloaded when its files change) and the probe server (/healthz
-// and /readyz). Neither touches the controller: main.go wires them to it.
+// Package serving runs the controller's three HTTP servers: the metrics
+// server (Prometheus metrics and, when asked, Go's profiles; by default over
+// HTTPS, each request authenticated and authorized by the API server, with a
+// certificate reloaded when its files change), the probe server (/healthz
+// and /readyz) and the conversion webhook's (webhook.go). Each has read,
+// write and idle timeouts and a bound on connections (limits.go). None
+// touches the controller: main.go wires them to it.
 package serving
 
 import (
