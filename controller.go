@@ -54,7 +54,8 @@ import (
 
 // Upstream's sample-controller, with each refinement production needed as one
 // call into a package that says why (docs/controller-client-go.md, "Production
-// lessons"). writes.go has the Deployment and status writes.
+// lessons"). writes.go has the status write and hands each owned object to
+// pkg/owned, which creates, repairs or cleans it up.
 
 // shutdownGracePeriod is how long, once shutdown begins, workers may finish
 // the Foo in hand, and then events be written.
