@@ -28,9 +28,13 @@ WEBHOOK_ADDRESS=127.0.0.1:9443
 DEFAULT_FLAGS=(-metrics-bind-address=127.0.0.1:8080 -metrics-secure=false -health-probe-bind-address=127.0.0.1:8081
 	-webhook-bind-address="${WEBHOOK_ADDRESS}")
 
+# Against a cluster of your own, without the conversion webhook: that
+# cluster's API server cannot reach this machine's loopback, and a
+# controller deployed there keeps the webhook's CA Secret and the CRD's
+# caBundle, which this one would otherwise write too.
 if [[ -n "${KUBECONFIG:-}" ]]; then
-	echo "Running against the cluster of KUBECONFIG=${KUBECONFIG}" >&2
-	exec "${BIN}" -kubeconfig="${KUBECONFIG}" "${DEFAULT_FLAGS[@]}" "$@"
+	echo "Running against the cluster of KUBECONFIG=${KUBECONFIG}, without the conversion webhook" >&2
+	exec "${BIN}" -kubeconfig="${KUBECONFIG}" "${DEFAULT_FLAGS[@]}" -webhook-bind-address=0 "$@"
 fi
 
 # The local control plane, brought up as the end-to-end tests do
