@@ -210,6 +210,7 @@ func startWebhook(
 		IPs:          []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		CAValidity:   o.CAValidity,
 		LeafValidity: o.CertValidity,
+		EventSource:  samplecontroller.ControllerName,
 	})
 	go func() {
 		if err := certs.Run(ctx); err != nil {

@@ -91,10 +91,21 @@ var (
 			"Warnings and Normal events wait apart: a burst of Normal events never drops a Warning.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"type"})
+
+	// WebhookForeignCAs counts the CAs of the webhook's CA Secret that its
+	// signing CA did not endorse (pkg/webhookcert).
+	WebhookForeignCAs = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: Subsystem,
+		Name:      "webhook_foreign_cas",
+		Help: "CAs in trusted.crt of the conversion webhook's CA Secret that its signing CA did not endorse, " +
+			"as this replica last read it: written by someone other than the controller, and left out of the " +
+			"CRD's caBundle. Anything but 0 is worth a look.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 func init() {
-	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped)
+	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs)
 }
 
 // ObserveSync records the result and duration of one sync, given the error

@@ -19,11 +19,16 @@ package webhookcert
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"math/big"
 	"time"
@@ -38,7 +43,25 @@ const (
 	caCertKey  = "ca.crt"      // the signing CA, PEM
 	caKeyKey   = "ca.key"      // its private key, PEM
 	trustedKey = "trusted.crt" // the caBundle: the signing CA, then older live CAs
+	// endorsementsKey holds, for each CA of trusted.crt but the signing
+	// one, the signing CA's signature over it (endorse): what makes it
+	// trusted. A CA written into trusted.crt by anyone without ca.key has
+	// none, and never reaches the caBundle.
+	endorsementsKey = "trusted.sig"
 )
+
+// endorsementType is the PEM type of one endorsement in trusted.sig; its
+// header endorsedHeader names the SHA-256 of the endorsed CA's DER, for a
+// human reader and to pair it with its CA.
+const (
+	endorsementType = "SAMPLE-CONTROLLER CA ENDORSEMENT"
+	endorsedHeader  = "Certificate-SHA256"
+)
+
+// endorsementContext prefixes what an endorsement signs, so that a
+// signature made for it can be taken for nothing else the CA key signs
+// (certificates sign a TBSCertificate, never this prefix).
+const endorsementContext = "sample-controller webhook CA endorsement\x00"
 
 // backdate is how long before its issue a certificate is valid from: an API
 // server whose clock is behind ours would otherwise refuse a leaf that is
@@ -55,15 +78,23 @@ type authority struct {
 	fromAPI bool
 	signer  *x509.Certificate
 	key     crypto.Signer
-	// trusted is trusted.crt parsed, and trustedBytes as stored: the
-	// caBundle must be byte-identical to it.
+	// trusted is the CAs of trusted.crt this authority vouches for: the
+	// signing CA and those it endorsed (endorse), in trusted.crt's order.
+	// bundle is them in PEM, what the caBundle must be byte for byte, and
+	// endorsements the trusted.sig that vouches for them.
 	trusted      []*x509.Certificate
-	trustedBytes []byte
+	bundle       []byte
+	endorsements []byte
+	// foreign is the CAs of trusted.crt the signing CA did not endorse:
+	// written there by someone else. They never reach the caBundle.
+	foreign []*x509.Certificate
 }
 
 // parseAuthority reads the CA of a Secret, and fails on anything this
 // package would not have written: a signing CA that is not one certificate,
-// a key that does not match it, a trusted.crt that does not trust it.
+// a key that does not match it, a trusted.crt that does not trust it. The
+// CAs of trusted.crt the signing CA did not endorse are set apart as
+// foreign, not trusted (trustDecision).
 func parseAuthority(secret *corev1.Secret) (*authority, error) {
 	certs, err := cert.ParseCertsPEM(secret.Data[caCertKey])
 	if err != nil {
@@ -91,14 +122,129 @@ func parseAuthority(secret *corev1.Secret) (*authority, error) {
 	if !containsDER(derOf(trusted), signer.Raw) {
 		return nil, fmt.Errorf("%s does not hold %s", trustedKey, caCertKey)
 	}
+	accepted, foreign := trustDecision(signer, trusted, secret.Data[endorsementsKey])
+	bundle, err := cert.EncodeCertificates(accepted...)
+	if err != nil {
+		return nil, err
+	}
 	return &authority{
 		secret: secret, signer: signer, key: key,
-		trusted: trusted, trustedBytes: secret.Data[trustedKey],
+		trusted: accepted, bundle: bundle, endorsements: secret.Data[endorsementsKey], foreign: foreign,
 	}, nil
 }
 
+// trustDecision splits the CAs of trusted.crt into those signer vouches
+// for, trusted (signer itself, and each CA an endorsement of
+// endorsementsPEM made by signer's key signs), and the others, foreign;
+// each in trusted.crt's order, a repeated CA once. Only the holder of the
+// signing CA's key can endorse: a CA written into trusted.crt by anyone
+// else, or carried over from a caBundle anyone with patch on the CRD could
+// have written, is foreign.
+func trustDecision(signer *x509.Certificate, certs []*x509.Certificate, endorsementsPEM []byte) (
+	trusted, foreign []*x509.Certificate) {
+	signatures := map[string][][]byte{}
+	for rest := endorsementsPEM; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type == endorsementType {
+			sum := block.Headers[endorsedHeader]
+			signatures[sum] = append(signatures[sum], block.Bytes)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range certs {
+		sum := fingerprint(c)
+		if seen[sum] {
+			continue
+		}
+		seen[sum] = true
+		switch {
+		case c.Equal(signer):
+			trusted = append(trusted, c)
+		case c.IsCA && endorsedBy(signer, c, signatures[sum]):
+			trusted = append(trusted, c)
+		default:
+			foreign = append(foreign, c)
+		}
+	}
+	return trusted, foreign
+}
+
+// endorsedBy reports whether one of signatures is signer's endorsement of c.
+func endorsedBy(signer, c *x509.Certificate, signatures [][]byte) bool {
+	algorithm, ok := endorsementAlgorithm(signer.PublicKey)
+	if !ok {
+		return false
+	}
+	for _, sig := range signatures {
+		if signer.CheckSignature(algorithm, endorsed(c), sig) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// endorse signs each of certs with key, the signing CA's, as trusted.sig
+// holds them: one PEM block per CA, in order.
+func endorse(key crypto.Signer, certs []*x509.Certificate) ([]byte, error) {
+	algorithm, ok := endorsementAlgorithm(key.Public())
+	if !ok {
+		return nil, fmt.Errorf("cannot endorse with a %T key", key.Public())
+	}
+	var out []byte
+	for _, c := range certs {
+		message := endorsed(c)
+		var sig []byte
+		var err error
+		if algorithm == x509.PureEd25519 {
+			sig, err = key.Sign(rand.Reader, message, crypto.Hash(0))
+		} else {
+			digest := sha256.Sum256(message)
+			sig, err = key.Sign(rand.Reader, digest[:], crypto.SHA256)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("endorsing CA %q: %w", c.Subject.CommonName, err)
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{
+			Type: endorsementType, Headers: map[string]string{endorsedHeader: fingerprint(c)}, Bytes: sig,
+		})...)
+	}
+	return out, nil
+}
+
+// endorsementAlgorithm is the signature algorithm of an endorsement by a
+// key of public's type: those x509 verifies with SHA-256.
+func endorsementAlgorithm(public crypto.PublicKey) (x509.SignatureAlgorithm, bool) {
+	switch public.(type) {
+	case *ecdsa.PublicKey:
+		return x509.ECDSAWithSHA256, true
+	case *rsa.PublicKey:
+		return x509.SHA256WithRSA, true
+	case ed25519.PublicKey:
+		return x509.PureEd25519, true
+	}
+	return x509.UnknownSignatureAlgorithm, false
+}
+
+// endorsed is what an endorsement of c signs.
+func endorsed(c *x509.Certificate) []byte {
+	return append([]byte(endorsementContext), c.Raw...)
+}
+
+// fingerprint is the SHA-256 of c's DER, in hex, as openssl x509
+// -fingerprint -sha256 prints it without the colons.
+func fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
 // newAuthority generates a CA valid for validity from now, trusted first,
-// then the CAs of keep that have not expired.
+// then the CAs of keep that have not expired, each endorsed by the new CA.
+// keep must hold only CAs this package vouched for: the trusted CAs of the
+// Secret it replaces, never a caBundle's.
 func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificate) (*authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -133,14 +279,19 @@ func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificat
 			trusted = append(trusted, c)
 		}
 	}
-	trustedBytes, err := cert.EncodeCertificates(trusted...)
+	bundle, err := cert.EncodeCertificates(trusted...)
 	if err != nil {
 		return nil, err
 	}
-	return &authority{signer: signer, key: key, trusted: trusted, trustedBytes: trustedBytes}, nil
+	endorsements, err := endorse(key, trusted[1:])
+	if err != nil {
+		return nil, err
+	}
+	return &authority{signer: signer, key: key, trusted: trusted, bundle: bundle, endorsements: endorsements}, nil
 }
 
-// data is the Secret's data for the CA.
+// data is the Secret's data for the CA; trusted.sig is left out when it
+// would be empty.
 func (a *authority) data() map[string][]byte {
 	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(a.key)
 	if err != nil {
@@ -148,7 +299,11 @@ func (a *authority) data() map[string][]byte {
 		panic(fmt.Sprintf("marshalling the CA key: %v", err))
 	}
 	certPEM, _ := cert.EncodeCertificates(a.signer) // never fails
-	return map[string][]byte{caCertKey: certPEM, caKeyKey: keyPEM, trustedKey: a.trustedBytes}
+	data := map[string][]byte{caCertKey: certPEM, caKeyKey: keyPEM, trustedKey: a.bundle}
+	if len(a.endorsements) > 0 {
+		data[endorsementsKey] = a.endorsements
+	}
+	return data
 }
 
 // newLeaf issues a serving certificate for o's names from ca's signer, valid

@@ -17,6 +17,7 @@ limitations under the License.
 package webhookcert
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -359,4 +360,19 @@ func testCA(t *testing.T, name string, notBefore, notAfter time.Time) (certPEM, 
 		t.Fatal(err)
 	}
 	return certPEM, keyPEM
+}
+
+// endorsement is trusted.sig for the CA of caPEM, signed by keyPEM, as a
+// replica that rotated to that key writes it.
+func endorsement(t *testing.T, keyPEM, caPEM []byte) []byte {
+	t.Helper()
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := endorse(key.(crypto.Signer), parseCerts(t, caPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
 }

@@ -50,6 +50,7 @@ package webhookcert
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -65,10 +66,14 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 )
 
 const (
@@ -119,6 +124,9 @@ type Options struct {
 	// Clock is the time the certificates are issued and rotated by; nil is
 	// the real clock. Tests step a fake one.
 	Clock clock.Clock
+	// EventSource is the component the events on the Secret are reported
+	// from ("webhookcert" if empty).
+	EventSource string
 }
 
 // Manager keeps the CA Secret and the CRD's caBundle in line, and serves
@@ -146,6 +154,19 @@ type Manager struct {
 	// saw that (settle).
 	nextCA     []byte
 	nextCASeen time.Time
+	// signerSeen is the DER of the signing CA this replica last saw the
+	// caBundle trust, and signerSeenAt when it first saw that
+	// (finishRevocation).
+	signerSeen   []byte
+	signerSeenAt time.Time
+	// known is the CAs the Secret last read trusted, carried into a Secret
+	// created again (createAuthority); reported is the fingerprints of the
+	// foreign CAs of trusted.crt a Warning event has named (remember).
+	known    []*x509.Certificate
+	reported map[string]bool
+	// events records the Warning on the Secret for a foreign CA; nil until
+	// Run, and in tests that set none.
+	events record.EventRecorder
 	// problem is why the last reconcile could not finish, if it could not.
 	problem error
 }
@@ -160,6 +181,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, o Options) *Manager
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.EventSource == "" {
+		o.EventSource = "webhookcert"
 	}
 	// The informers see the one Secret and the one CRD: a list of every
 	// Secret of the namespace would cost memory and need wider RBAC.
@@ -185,6 +209,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, o Options) *Manager
 		crd:           crdFactory.ForResource(crdGVR).Informer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 5*time.Minute), queueConfig),
+		reported: map[string]bool{},
 	}
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { m.queue.Add(queueKey) },
@@ -223,6 +248,11 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("the caches of Secret %s/%s and CRD %s did not sync before shutdown",
 			m.o.Namespace, m.o.SecretName, m.o.CRDName)
 	}
+
+	// Before the worker starts, which reads m.events without the lock.
+	events := eventrecorder.New(ctx, m.client.CoreV1(), scheme.Scheme, m.o.EventSource)
+	defer events.Shutdown(ctx, 5*time.Second)
+	m.events = events
 
 	logger.Info("Managing the conversion webhook's serving certificate")
 	var wg sync.WaitGroup

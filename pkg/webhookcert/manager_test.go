@@ -368,7 +368,8 @@ func TestStaleSecretCacheDoesNotTakeANewCAOutOfTheCABundle(t *testing.T) {
 	newCAPEM, newKeyPEM := testCA(t, "another replica's CA", t0.Add(-time.Hour), t0.Add(299*time.Hour))
 	trusted := slices.Concat(newCAPEM, oldCAPEM)
 	secret := f.secret(t).DeepCopy()
-	secret.Data = map[string][]byte{"ca.crt": newCAPEM, "ca.key": newKeyPEM, "trusted.crt": trusted}
+	secret.Data = map[string][]byte{"ca.crt": newCAPEM, "ca.key": newKeyPEM, "trusted.crt": trusted,
+		"trusted.sig": endorsement(t, newKeyPEM, oldCAPEM)}
 	if _, err := f.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

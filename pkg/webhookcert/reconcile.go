@@ -90,17 +90,18 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	ca, err := m.ensureAuthority(ctx, secret, observed, now)
+	ca, err := m.ensureAuthority(ctx, secret, now)
 	if err != nil {
 		return 0, err
 	}
-	// The caBundle holding a live CA that trusted.crt does not means our
-	// Secret is older than the CRD we see: another replica has rotated the
-	// CA and its Secret event has not reached us yet. Copying our
-	// trusted.crt would take the new CA away from the API server while
-	// replicas already serve leaves it signed. Read the Secret itself; if
-	// it no longer trusts that CA either (edited by hand), it wins.
-	if !ca.fromAPI && dropsLiveCA(observed, ca.trusted, now) {
+	// The caBundle differing from what our cached Secret trusts may mean
+	// our Secret is older than the CRD we see: another replica has rotated
+	// the CA, or finished a revocation, and its Secret event has not
+	// reached us yet. Copying our trusted.crt would take the new CA away
+	// from the API server while replicas already serve leaves it signed,
+	// or put back a revoked one. Read the Secret itself; what it trusts
+	// wins (a CA someone else put in the caBundle is taken out).
+	if !ca.fromAPI && !bytes.Equal(bundle, ca.bundle) {
 		live, err := m.client.CoreV1().Secrets(m.o.Namespace).Get(ctx, m.o.SecretName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -108,11 +109,15 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 		case err != nil:
 			return 0, fmt.Errorf("reading Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
 		}
-		if ca, err = m.ensureAuthority(ctx, live, observed, now); err != nil {
+		if ca, err = m.ensureAuthority(ctx, live, now); err != nil {
 			return 0, err
 		}
 	}
-	if err := m.patchCABundle(ctx, bundle, ca.trustedBytes); err != nil {
+	m.remember(ctx, ca)
+	if ca, err = m.finishRevocation(ctx, ca, now); err != nil {
+		return 0, err
+	}
+	if err := m.patchCABundle(ctx, bundle, ca.bundle); err != nil {
 		return 0, err
 	}
 	// The leaf follows the caBundle as observed through the watch, not as
@@ -184,24 +189,12 @@ func parseBundle(bundle []byte) []*x509.Certificate {
 	return certs
 }
 
-// dropsLiveCA reports whether observed holds a CA, not expired at now, that
-// trusted does not.
-func dropsLiveCA(observed, trusted []*x509.Certificate, now time.Time) bool {
-	for _, c := range observed {
-		if c.IsCA && now.Before(c.NotAfter) && !containsDER(derOf(trusted), c.Raw) {
-			return true
-		}
-	}
-	return false
-}
-
 // ensureAuthority returns the CA of secret (nil: there is none yet),
-// creating or rotating it as needed. A create that finds the Secret exists,
-// or an update that finds it changed, means another replica wrote it first:
-// its Secret is read and judged afresh. carried are the CAs the caBundle
-// holds now, kept trusted if a Secret is created.
-func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, carried []*x509.Certificate,
-	now time.Time) (*authority, error) {
+// creating or rotating it as needed: when it is two thirds through its life,
+// or when an operator asks for its revocation (RevokeAnnotation). A create
+// that finds the Secret exists, or an update that finds it changed, means
+// another replica wrote it first: its Secret is read and judged afresh.
+func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, now time.Time) (*authority, error) {
 	logger := klog.FromContext(ctx)
 	secrets := m.client.CoreV1().Secrets(m.o.Namespace)
 	fromAPI := false
@@ -209,7 +202,7 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, ca
 		var ca *authority
 		var err error
 		if secret == nil {
-			if ca, err = m.createAuthority(ctx, now, carried); err == nil {
+			if ca, err = m.createAuthority(ctx, now); err == nil {
 				return ca, nil
 			}
 			if !apierrors.IsAlreadyExists(err) {
@@ -223,10 +216,11 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, ca
 					m.o.Namespace, m.o.SecretName, err)
 			}
 			ca.fromAPI = fromAPI
-			if now.Before(renewAt(ca.signer)) {
+			request := revokeRequest(secret)
+			if now.Before(renewAt(ca.signer)) && request == "" {
 				return ca, nil
 			}
-			if ca, err = m.rotateAuthority(ctx, ca, now); err == nil {
+			if ca, err = m.rotateAuthority(ctx, ca, now, request); err == nil {
 				return ca, nil
 			}
 			if !apierrors.IsConflict(err) {
@@ -249,9 +243,15 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, ca
 }
 
 // createAuthority creates the Secret with a new CA, trusted along with the
-// live CAs of carried: a Secret deleted by mistake and created again then
-// does not take from the API server the CA of leaves being served.
-func (m *Manager) createAuthority(ctx context.Context, now time.Time, carried []*x509.Certificate) (*authority, error) {
+// live CAs this replica last read from the Secret as trusted: a Secret
+// deleted by mistake and created again then does not take from the API
+// server the CA of leaves being served. Not the caBundle's CAs: whoever may
+// patch the CRD could have put one there, and no key vouches for them any
+// more. A replica started since (no CA read yet) carries none.
+func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authority, error) {
+	m.mu.Lock()
+	carried := m.known
+	m.mu.Unlock()
 	ca, err := newAuthority(now, m.o.CAValidity, carried)
 	if err != nil {
 		return nil, err
@@ -271,10 +271,13 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time, carried []
 }
 
 // rotateAuthority replaces the signing CA of old by a new one, trusted
-// first, and keeps trusting old's CAs that have not expired. The update
+// first, and keeps trusting old's trusted CAs that have not expired (its
+// foreign ones are left behind). With a revocation request (revokeRequest),
+// it marks the Secret RevokingAnnotation: those old CAs are then dropped
+// once every replica serves the new one (finishRevocation). The update
 // carries the resourceVersion read: if another replica rotated meanwhile,
 // it fails with a Conflict instead of replacing that CA.
-func (m *Manager) rotateAuthority(ctx context.Context, old *authority, now time.Time) (*authority, error) {
+func (m *Manager) rotateAuthority(ctx context.Context, old *authority, now time.Time, request string) (*authority, error) {
 	ca, err := newAuthority(now, m.o.CAValidity, old.trusted)
 	if err != nil {
 		return nil, err
@@ -283,14 +286,21 @@ func (m *Manager) rotateAuthority(ctx context.Context, old *authority, now time.
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
+	delete(secret.Data, endorsementsKey) // the old key's, if any
 	for k, v := range ca.data() {
 		secret.Data[k] = v
+	}
+	if request != "" {
+		if secret.Annotations == nil {
+			secret.Annotations = map[string]string{}
+		}
+		secret.Annotations[RevokingAnnotation] = request
 	}
 	updated, err := m.client.CoreV1().Secrets(m.o.Namespace).Update(ctx, secret, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("rotating the CA in Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
 	}
-	klog.FromContext(ctx).Info("Rotated the conversion webhook CA",
+	klog.FromContext(ctx).Info("Rotated the conversion webhook CA", "revocation", request,
 		"oldNotAfter", old.signer.NotAfter, "notAfter", ca.signer.NotAfter, "trusted", len(ca.trusted))
 	ca.secret, ca.fromAPI = updated, true
 	return ca, nil
@@ -338,6 +348,9 @@ func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, 
 	trusted := derOf(observed)
 	m.mu.Lock()
 	m.trusted = trusted
+	if containsDER(trusted, ca.signer.Raw) && !bytes.Equal(m.signerSeen, ca.signer.Raw) {
+		m.signerSeen, m.signerSeenAt = ca.signer.Raw, now
+	}
 	served, servedBy := m.served, m.servedBy
 	m.mu.Unlock()
 
@@ -350,7 +363,11 @@ func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, 
 	case !containsDER(trusted, ca.signer.Raw):
 		klog.FromContext(ctx).V(2).Info("Serving the previous certificate until the caBundle holds the signing CA")
 		return nil
-	case served != nil && !bytes.Equal(servedBy, ca.signer.Raw) && now.Before(served.Leaf.NotAfter):
+	// The old leaf is served on while the caBundle settles, unless the
+	// caBundle no longer trusts it (a revocation finished, or this
+	// replica's watch lagged): then the sooner the better.
+	case served != nil && !bytes.Equal(servedBy, ca.signer.Raw) && now.Before(served.Leaf.NotAfter) &&
+		containsDER(trusted, servedBy):
 		m.mu.Lock()
 		if !bytes.Equal(m.nextCA, ca.signer.Raw) {
 			m.nextCA, m.nextCASeen = ca.signer.Raw, now
@@ -392,6 +409,9 @@ func (m *Manager) nextDeadline(now time.Time, ca *authority) time.Duration {
 		if !bytes.Equal(m.servedBy, ca.signer.Raw) && bytes.Equal(m.nextCA, ca.signer.Raw) {
 			sooner(m.nextCASeen.Add(settle).Sub(now))
 		}
+	}
+	if ca.secret != nil && ca.secret.Annotations[RevokingAnnotation] != "" && bytes.Equal(m.signerSeen, ca.signer.Raw) {
+		sooner(m.signerSeenAt.Add(revokeGrace).Sub(now))
 	}
 	return max(next, 0)
 }
