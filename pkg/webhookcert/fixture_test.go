@@ -376,3 +376,21 @@ func endorsement(t *testing.T, keyPEM, caPEM []byte) []byte {
 	}
 	return sig
 }
+
+func parseKey(t *testing.T, keyPEM []byte) crypto.Signer {
+	t.Helper()
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key.(crypto.Signer)
+}
+
+func pemOf(t *testing.T, c *x509.Certificate) []byte {
+	t.Helper()
+	out, err := cert.EncodeCertificates(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

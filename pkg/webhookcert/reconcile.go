@@ -277,7 +277,9 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 // once every replica serves the new one (finishRevocation). The update
 // carries the resourceVersion read: if another replica rotated meanwhile,
 // it fails with a Conflict instead of replacing that CA.
-func (m *Manager) rotateAuthority(ctx context.Context, old *authority, now time.Time, request string) (*authority, error) {
+func (m *Manager) rotateAuthority(
+	ctx context.Context, old *authority, now time.Time, request string,
+) (*authority, error) {
 	ca, err := newAuthority(now, m.o.CAValidity, old.trusted)
 	if err != nil {
 		return nil, err

@@ -74,14 +74,12 @@ func (m *Manager) remember(ctx context.Context, ca *authority) {
 	metrics.WebhookForeignCAs.Set(float64(len(ca.foreign)))
 	m.mu.Lock()
 	m.known = ca.trusted
-	var fresh []string
 	present := map[string]bool{}
 	for _, c := range ca.foreign {
 		sum := fingerprint(c)
 		present[sum] = true
 		if !m.reported[sum] {
 			m.reported[sum] = true
-			fresh = append(fresh, sum)
 			klog.FromContext(ctx).Info("Leaving out of the caBundle a CA the signing CA did not endorse",
 				"subject", c.Subject.String(), "sha256", sum)
 			if m.events != nil && ca.secret != nil {
