@@ -25,11 +25,14 @@ limitations under the License.
 //
 //   - A Secret (Options.Namespace, Options.SecretName) holds the signing CA
 //     (ca.crt, ca.key) and trusted.crt, the CAs the API server must trust:
-//     the signing CA first, then the earlier ones that have not expired.
-//     It is the only state shared by the replicas, and written only when the
-//     CA is created or rotated.
-//   - The CRD's caBundle is a copy of trusted.crt. Any replica may write it,
-//     and only when it differs, so at rest nothing is written.
+//     the signing CA first, then the earlier ones that have not expired,
+//     each endorsed in trusted.sig by the signing key. It is the only state
+//     shared by the replicas, and written only when the CA is created,
+//     rotated or revoked.
+//   - The CRD's caBundle is a copy of the CAs of trusted.crt the signing key
+//     vouches for: a CA someone else wrote there, without the key, never
+//     reaches it, and is reported (trustDecision, remember). Any replica
+//     may write it, and only when it differs, so at rest nothing is written.
 //   - The serving certificate (the leaf) is generated in memory by each
 //     replica from the signing CA, and never stored: a replica that starts
 //     signs its own.
@@ -40,7 +43,8 @@ limitations under the License.
 // only once it has seen the caBundle hold that CA, and until then serves the
 // leaf of the old CA, which the caBundle still holds. An old CA leaves
 // trusted.crt only after it has expired, when no leaf it signed is valid
-// anyway.
+// anyway, or when an operator revokes it (RevokeAnnotation), once every
+// replica has moved to the new CA (finishRevocation).
 //
 // A leaf is reissued two thirds through its life, and the CA rotated two
 // thirds through its own, which leaves a third of each lifetime to retry
