@@ -29,7 +29,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -268,28 +267,7 @@ func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {
 	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
 	first := caOf(t, ns, secret)
 
-	var reads, failed atomic.Int64
-	var lastErr atomic.Value
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			reads.Add(1)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if _, err := alphaFoos(ns).Get(ctx, foo.Name, metav1.GetOptions{}); err != nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			}
-			cancel()
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	reader := startAlphaReader(t, ns, foo.Name)
 
 	// The renewal is the controller's own work, due 60 s after the CA was
 	// made; the wait allows for a slow machine on top.
@@ -308,13 +286,7 @@ func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {
 		return true, nil
 	})
 	// A few more reads with the new certificate.
-	n := reads.Load()
-	eventually(t, convergeTimeout, "reads after the switch", func(context.Context) (bool, error) {
-		return reads.Load() > n+10, nil
-	})
-	if f := failed.Load(); f != 0 {
-		t.Errorf("%d of %d v1alpha1 reads failed during the CA renewal; the last: %v", f, reads.Load(), lastErr.Load())
-	}
+	reader.readsMore(t, "during the CA renewal")
 }
 
 // caOf returns the signing CA in the webhook's CA Secret ns/name.
