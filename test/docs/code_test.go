@@ -211,7 +211,7 @@ func buildIndex(repo string) (*codeIndex, error) {
 		`{{.ImportPath}}{{"\t"}}{{.Dir}}{{"\t"}}{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
 		"./...")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list ./...: %w", err)
@@ -239,7 +239,7 @@ func buildIndex(repo string) (*codeIndex, error) {
 	if len(external) > 0 {
 		cmd := exec.Command("go", append([]string{"list", "-e", "-f", `{{.ImportPath}}{{"\t"}}{{.Dir}}`}, external...)...)
 		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOWORK=off")
 		out, err := cmd.Output()
 		if err != nil {
 			return nil, fmt.Errorf("go list of the module's imports: %w", err)
