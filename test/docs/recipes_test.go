@@ -197,15 +197,32 @@ func TestRecipeCodeOnThePageIsThePatchs(t *testing.T) {
 	}
 }
 
-// Each recipe applies to the code as it is: a change to what a recipe
-// touches (a name, a line beside its registration) is a change to the
-// recipe too.
+// Each recipe applies to the code as it is, or is applied already (as in
+// the copy make new-controller-check tests with its recipes): a change to
+// what a recipe touches (a name, a line beside its registration) is a
+// change to the recipe too.
 func TestRecipesApply(t *testing.T) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitApply := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", append([]string{"apply", "--check"}, args...)...)
+		cmd.Dir = abs
+		// git apply in a directory below another repository's work tree
+		// (a copy in the template's _output) would take the paths as that
+		// repository's: it looks no higher than the root.
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(abs))
+		return cmd.CombinedOutput()
+	}
 	for name := range recipes(t) {
-		cmd := exec.Command("git", "apply", "--check", filepath.ToSlash(filepath.Join(recipeDir, name)))
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("%s/%s no longer applies: %v\n%s", recipeDir, name, err, out)
+		patch := filepath.ToSlash(filepath.Join(recipeDir, name))
+		out, err := gitApply(patch)
+		if err == nil {
+			continue
+		}
+		if _, errApplied := gitApply("--reverse", patch); errApplied != nil {
+			t.Errorf("%s neither applies nor is applied: %v\n%s", patch, err, out)
 		}
 	}
 }
