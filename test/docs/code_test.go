@@ -27,9 +27,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +69,16 @@ import (
 //     metadata.generation, spec.deployment.name) is a variable or a field
 //     path of YAML or JSON, which this check cannot resolve: not checked;
 //   - a span shaped as a file name (types.go) or a DNS name (k8s.io) is not
-//     an identifier.
+//     an identifier; a Go file's name alone (writes.go) is the name of a
+//     file of the repository.
+//
+// Bare names. A span of one identifier in lowerCamelCase with a capital
+// inside (syncHandler, enqueueFoo(), fooMemory), or a test, benchmark or
+// fuzz target's name, must be used in the module's Go files (as an
+// identifier, or a string shaped as one: a log key, a check's name), be a
+// function, field or method of their imports, a declaration a recipe adds,
+// or (lowerCamelCase) a JSON field name (observedGeneration). Other single
+// words (make, replicas, Ready) are not checked: too many are not Go.
 // The members after the first resolved one are each looked up among all
 // fields and methods, as the check knows no types past it. The exceptions
 // are codeExceptions, each with its reason.
@@ -75,8 +86,15 @@ import (
 // codeExceptions are the spans the check allows though they do not
 // resolve, each with why.
 var codeExceptions = map[string]string{
-	"pkg/apis/policies": "the API package of the copy hack/new-controller makes in make-it-yours.md, " +
-		"a page the template alone has",
+	// make-it-yours.md, a page the template alone has, shows what the
+	// copy hack/new-controller makes calls things.
+	"pkg/apis/policies": "the copy's API package",
+	"enqueuePolicy":     "an identifier of the copy",
+	"policyInformer":    "an identifier of the copy",
+	// Not Go, or not this module's.
+	"markAsDeleting": "k8s.io/apiserver's registry, which the module does not import",
+	"serviceMonitorSelectorNilUsesHelmValues": "a value of the kube-prometheus-stack Helm chart",
+	"ruleSelectorNilUsesHelmValues":           "a value of the kube-prometheus-stack Helm chart",
 }
 
 // topLevelDirs are the repository's top-level directories a path in the
@@ -177,6 +195,12 @@ type goPackage struct {
 	members  map[string]map[string]bool // type name -> field and method names
 	embedded map[string][]string        // type name -> embedded types, as written (pkg.T or T)
 	varTypes map[string]string          // variable name -> type name its declaration spells
+	// usedNames are, in the module's own packages, every identifier their
+	// files (tests and every build tag included) declare or use, and every
+	// string literal shaped as one (a log key, a check's name).
+	usedNames map[string]bool
+	// jsonNames are the JSON names of its structs' fields.
+	jsonNames map[string]bool
 }
 
 // codeIndex is every package of the module and of its imports, by the
@@ -185,6 +209,11 @@ type codeIndex struct {
 	byName     map[string][]*goPackage // package name or import alias -> packages
 	types      map[string][]*goPackage // type name -> packages that declare it
 	allMembers map[string]bool         // every field, method and function name
+	// ownNames are every identifier the module's files declare or use, and
+	// their strings shaped as one.
+	ownNames map[string]bool
+	// jsonNames are the JSON names of the fields of every struct.
+	jsonNames map[string]bool
 }
 
 var (
@@ -229,6 +258,32 @@ func buildIndex(repo string) (*codeIndex, error) {
 			imported[imp] = true
 		}
 	}
+	// Directories whose every file is behind a build tag (test/e2e) are
+	// not packages to go list, but their names are the module's.
+	err = filepath.WalkDir(repo, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != repo && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") {
+			dir, _ := filepath.Abs(filepath.Dir(path))
+			for _, listed := range dirs {
+				if listed == dir {
+					return nil
+				}
+			}
+			dirs["dir:"+dir] = dir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	var external []string
 	for imp := range imported {
 		if _, ok := dirs[imp]; !ok && imp != "C" {
@@ -252,7 +307,7 @@ func buildIndex(repo string) (*codeIndex, error) {
 	}
 
 	idx := &codeIndex{byName: map[string][]*goPackage{}, types: map[string][]*goPackage{},
-		allMembers: map[string]bool{}}
+		allMembers: map[string]bool{}, ownNames: map[string]bool{}, jsonNames: map[string]bool{}}
 	byPath := map[string]*goPackage{}
 	aliases := map[string]map[string]bool{} // import path -> names the module gives it
 	// Parsed side by side: most of the time is parsing.
@@ -296,7 +351,9 @@ func buildIndex(repo string) (*codeIndex, error) {
 		if aliases[path] == nil {
 			aliases[path] = map[string]bool{}
 		}
-		aliases[path][name] = true
+		if name != "" {
+			aliases[path][name] = true
+		}
 		// Only the module's own files name the aliases the docs use.
 		if isWithin(repo, dir) {
 			for p, alias := range fileImports {
@@ -316,6 +373,12 @@ func buildIndex(repo string) (*codeIndex, error) {
 		}
 		for d := range pkg.decls {
 			idx.allMembers[d] = true
+		}
+		for n := range pkg.jsonNames {
+			idx.jsonNames[n] = true
+		}
+		for n := range pkg.usedNames {
+			idx.ownNames[n] = true
 		}
 	}
 	for path, names := range aliases {
@@ -355,7 +418,8 @@ func parsePackage(fset *token.FileSet, dir string, own bool) (*goPackage, string
 		return nil, "", nil, err
 	}
 	pkg := &goPackage{decls: map[string]bool{}, members: map[string]map[string]bool{},
-		embedded: map[string][]string{}, varTypes: map[string]string{}}
+		embedded: map[string][]string{}, varTypes: map[string]string{}, usedNames: map[string]bool{},
+		jsonNames: map[string]bool{}}
 	name := ""
 	imports := map[string]map[string]bool{}
 	for _, e := range entries {
@@ -376,6 +440,19 @@ func parsePackage(fset *token.FileSet, dir string, own bool) (*goPackage, string
 				imports[p][imp.Name.Name] = true
 			}
 		}
+		if own {
+			ast.Inspect(f, func(node ast.Node) bool {
+				switch node := node.(type) {
+				case *ast.Ident:
+					pkg.usedNames[node.Name] = true
+				case *ast.BasicLit:
+					if v, err := strconv.Unquote(node.Value); err == nil && identifier.MatchString(v) {
+						pkg.usedNames[v] = true
+					}
+				}
+				return true
+			})
+		}
 		if strings.HasSuffix(n, "_test.go") {
 			continue
 		}
@@ -384,7 +461,7 @@ func parsePackage(fset *token.FileSet, dir string, own bool) (*goPackage, string
 		}
 		addDecls(pkg, f)
 	}
-	if name == "" {
+	if name == "" && len(pkg.usedNames) == 0 {
 		return nil, "", imports, nil
 	}
 	return pkg, name, imports, nil
@@ -476,6 +553,15 @@ func addMembers(pkg *goPackage, typ string, e ast.Expr) {
 		for _, n := range field.Names {
 			pkg.member(typ, n.Name)
 		}
+		if field.Tag != nil {
+			tag, err := strconv.Unquote(field.Tag.Value)
+			if err != nil {
+				continue
+			}
+			if name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ","); name != "" && name != "-" {
+				pkg.jsonNames[name] = true
+			}
+		}
 	}
 }
 
@@ -497,6 +583,31 @@ func (idx *codeIndex) hasMember(pkgs []*goPackage, typ, name string, depth int) 
 		}
 	}
 	return false
+}
+
+// identifier is a Go identifier.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// bareName is a span of one identifier the check resolves: lowerCamelCase
+// with a capital inside (syncHandler, enqueueFoo(), fooMemory), or a test,
+// benchmark or fuzz target (TestReadmeWalkthrough).
+var bareName = regexp.MustCompile(`^(?:[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?:\(\))?|(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)$`)
+
+// checkBareName returns why span, one identifier, is used nowhere in the
+// module's Go files (as an identifier, or a string: a log key, a check's
+// name), is no function, field or method of its imports
+// (leaderelection's tryRelease), is declared by no recipe, and is no JSON
+// field name of those types (observedGeneration, storedVersions), or "". ok
+// is false when span is not a bare name.
+func (idx *codeIndex) checkBareName(span string, recipeNames map[string]bool) (problem string, ok bool) {
+	if !bareName.MatchString(span) {
+		return "", false
+	}
+	name := strings.TrimSuffix(span, "()")
+	if idx.ownNames[name] || recipeNames[name] || idx.allMembers[name] || (!isExported(name) && idx.jsonNames[name]) {
+		return "", true
+	}
+	return fmt.Sprintf("`%s`: the module declares no %s", span, name), true
 }
 
 // checkIdentifier returns why span, a Go selector chain, does not resolve,
@@ -623,9 +734,26 @@ func recipeFiles(t *testing.T) map[string]bool {
 	return files
 }
 
+// recipeDecl is a declaration a recipe adds: a function, a type, or a
+// const or var declared alone.
+var recipeDecl = regexp.MustCompile(`(?m)^\+(?:func|type|const|var) ([A-Za-z_][A-Za-z0-9_]*)`)
+
+// recipeNames are the names the recipes declare.
+func recipeNames(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, text := range recipes(t) {
+		for _, m := range recipeDecl.FindAllStringSubmatch(text, -1) {
+			names[m[1]] = true
+		}
+	}
+	return names
+}
+
 // checkCode returns the problems of a document's inline code spans, each
 // prefixed with name:line.
-func checkCode(repo string, dirs, files, recipeFiles map[string]bool, idx *codeIndex, name, text string) []string {
+func checkCode(repo string, dirs, files, recipeFiles, recipeNames map[string]bool, idx *codeIndex, name, text string,
+) []string {
 	var problems []string
 	for _, line := range markdownLines(text) {
 		if line.fenced {
@@ -647,6 +775,12 @@ func checkCode(repo string, dirs, files, recipeFiles map[string]bool, idx *codeI
 				}
 				continue
 			}
+			if p, ok := idx.checkBareName(span, recipeNames); ok {
+				if p != "" {
+					problems = append(problems, fmt.Sprintf("%s:%d: %s", name, line.number, p))
+				}
+				continue
+			}
 			if p, _ := idx.checkIdentifier(span); p != "" {
 				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, line.number, p))
 			}
@@ -659,7 +793,7 @@ func TestCodeTheDocsNameExists(t *testing.T) {
 	idx := loadIndex(t)
 	dirs, files := topLevelDirs(t), goFiles(t)
 	for _, doc := range readDocuments(t) {
-		for _, p := range checkCode(root, dirs, files, recipeFiles(t), idx, doc.name, doc.text) {
+		for _, p := range checkCode(root, dirs, files, recipeFiles(t), recipeNames(t), idx, doc.name, doc.text) {
 			t.Error(p)
 		}
 	}
@@ -676,7 +810,8 @@ func TestCodeCheckFindsPlantedMistakes(t *testing.T) {
 		"`workqueue.TypedRateLimitingInterface`, `*cache.ListWatch`, `SharedIndexInformer.HasSynced`,",
 		"`Samplecontroller().V1beta1().Foos()`, `metav1.Object`, `cache.SharedIndexInformer.AddIndexers`.",
 		"Not code to check: `metadata.generation`, `types.go`, `samplecontroller.k8s.io`, `make test`,",
-		"`pkg/apis/<group>/types.go`, `code_test.go`, `SamplecontrollerV1beta1().Foos(ns).Get/Create/Patch/...`.",
+		"`pkg/apis/<group>/types.go`, `code_test.go`, `SamplecontrollerV1beta1().Foos(ns).Get/Create/Patch/...`,",
+		"`checkBareName`, `TestCodeCheckFindsPlantedMistakes`, `observedGeneration`, `storedVersions`.",
 		"```go",
 		"owned.NotAFunction()",
 		"```",
@@ -687,21 +822,24 @@ func TestCodeCheckFindsPlantedMistakes(t *testing.T) {
 		"`NoSuchType.Method`,",
 		"`hack/no-such-script.sh`,",
 		"`no_such_test.go`,",
-		"`SamplecontrollerV1beta1().Foos(ns).Get/Craete/...`.",
+		"`SamplecontrollerV1beta1().Foos(ns).Get/Craete/...`,",
+		"`checkBareNames`, `TestNoSuchTest`.",
 	}, "\n")
-	got := checkCode(root, dirs, files, recipeFiles(t), idx, "page.md", page)
+	got := checkCode(root, dirs, files, recipeFiles(t), recipeNames(t), idx, "page.md", page)
 	want := []string{
-		"page.md:10: `cache.WaitForCacheSynced`: package cache declares no WaitForCacheSynced",
-		"page.md:11: `pkg/owned/nosuch.go`: no such file or directory in the repository",
-		"page.md:12: `SharedIndexInformer.HasSyncd`: type SharedIndexInformer has no field or method HasSyncd",
-		"page.md:13: `Samplecontroller().V1alpha9().Foos()`: no field, method or function V1alpha9 is declared " +
+		"page.md:11: `cache.WaitForCacheSynced`: package cache declares no WaitForCacheSynced",
+		"page.md:12: `pkg/owned/nosuch.go`: no such file or directory in the repository",
+		"page.md:13: `SharedIndexInformer.HasSyncd`: type SharedIndexInformer has no field or method HasSyncd",
+		"page.md:14: `Samplecontroller().V1alpha9().Foos()`: no field, method or function V1alpha9 is declared " +
 			"in the module or its imports",
-		"page.md:14: `NoSuchType.Method`: NoSuchType is no package the module imports and no type it or they " +
+		"page.md:15: `NoSuchType.Method`: NoSuchType is no package the module imports and no type it or they " +
 			"declare",
-		"page.md:15: `hack/no-such-script.sh`: no such file or directory in the repository",
-		"page.md:16: `no_such_test.go`: no Go file of that name in the repository",
-		"page.md:17: `SamplecontrollerV1beta1().Foos(ns).Get/Craete/...`: no field, method or function Craete is " +
+		"page.md:16: `hack/no-such-script.sh`: no such file or directory in the repository",
+		"page.md:17: `no_such_test.go`: no Go file of that name in the repository",
+		"page.md:18: `SamplecontrollerV1beta1().Foos(ns).Get/Craete/...`: no field, method or function Craete is " +
 			"declared in the module or its imports",
+		"page.md:19: `checkBareNames`: the module declares no checkBareNames",
+		"page.md:19: `TestNoSuchTest`: the module declares no TestNoSuchTest",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
