@@ -41,14 +41,14 @@ import (
 // a type, a method or a file the code no longer has teaches what is not
 // there. This file checks the inline code spans of the documents (not
 // fenced blocks: those are shell sessions, YAML and excerpts, held
-// otherwise) by two rules.
+// otherwise) by three rules.
 //
 // Paths. A span with a slash whose first element is a top-level directory
 // of the repository (pkg/owned, test/e2e/upgrade_test.go, hack/run.sh,
 // artifacts/deploy/...; a leading ./, a trailing / or /... dropped) must
 // name a file or directory that exists, or a file a recipe of docs/recipes
-// adds. A span with a placeholder (<group>,
-// *, {a,b}) or a space is not a path.
+// adds. A span with a placeholder (<group>, *, {a,b}) or a space is not a
+// path.
 //
 // Go identifiers. A span shaped as a Go selector chain, each element an
 // identifier with optional call parentheses or type arguments
@@ -72,6 +72,9 @@ import (
 //     an identifier; a Go file's name alone (writes.go) is the name of a
 //     file of the repository.
 //
+// The members after the first resolved one are each looked up among all
+// fields and methods, as the check knows no types past it.
+//
 // Bare names. A span of one identifier in lowerCamelCase with a capital
 // inside (syncHandler, enqueueFoo(), fooMemory), or a test, benchmark or
 // fuzz target's name, must be used in the module's Go files (as an
@@ -79,9 +82,8 @@ import (
 // function, field or method of their imports, a declaration a recipe adds,
 // or (lowerCamelCase) a JSON field name (observedGeneration). Other single
 // words (make, replicas, Ready) are not checked: too many are not Go.
-// The members after the first resolved one are each looked up among all
-// fields and methods, as the check knows no types past it. The exceptions
-// are codeExceptions, each with its reason.
+//
+// The exceptions are codeExceptions, each with its reason.
 
 // codeExceptions are the spans the check allows though they do not
 // resolve, each with why.
