@@ -242,16 +242,17 @@ undeploy:
 # The plural is irregular (policies) on purpose. The copy's _output/bin is
 # this one's, so the linter and control plane are built once. The copy's
 # govulncheck is left out: its module graph is this one's, which make verify
-# checks. The recipes are the changes the docs walk a fork through, each a
-# patch of the copy: owning a Service beside the Deployment
-# (docs/make-it-yours.md) and adding a field the controller sets on the
-# Deployment (docs/controller-client-go.md); one that no longer applies, or
-# no longer works, fails here. Lint and unit tests run once, on the copy with
+# checks. The recipes are the changes docs/recipes.md walks a fork
+# through, each a patch in docs/recipes that the copy has under its own
+# names: owning a Service beside the Deployment and adding a field the
+# controller sets on the Deployment; one that no longer applies, or no
+# longer works, fails here. Lint and unit tests run once, on the copy with
 # the recipes: they only add to the copy. The copy's unit tests run as make
 # unit's do, without the race detector (make race). Each phase prints its
 # seconds.
 NEW_CONTROLLER_DIR := _output/new-controller/policy-operator
-RECIPES := hack/new-controller/recipes/own-a-service.patch hack/new-controller/recipes/add-a-field.patch
+# The recipes, in the copy.
+RECIPES := docs/recipes/own-a-service.patch docs/recipes/add-a-field.patch
 # The recipes' end-to-end tests, in the copy's test/e2e.
 RECIPE_TESTS := TestPolicyOwnsItsService|TestPolicyContainerPortReachesItsDeployment
 # What make test runs of this block; a copy has neither.
@@ -265,7 +266,7 @@ new-controller-check: tools $(GOLANGCI_LINT)
 	mkdir -p $(NEW_CONTROLLER_DIR)/_output; ln -s $(CURDIR)/_output/bin $(NEW_CONTROLLER_DIR)/_output/bin; \
 	(cd $(NEW_CONTROLLER_DIR) && phase hack/verify-codegen.sh && \
 	  phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/); \
-	for recipe in $(RECIPES); do phase git apply --directory=$(NEW_CONTROLLER_DIR) $$recipe; done; \
+	for recipe in $(RECIPES); do phase git apply --directory=$(NEW_CONTROLLER_DIR) $(NEW_CONTROLLER_DIR)/$$recipe; done; \
 	cd $(NEW_CONTROLLER_DIR); \
 	phase hack/update-codegen.sh; \
 	phase _output/bin/golangci-lint run ./...; \

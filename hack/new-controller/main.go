@@ -172,6 +172,7 @@ Next:
                # kubectl create -f artifacts/examples/example-%[9]s.yaml
   make test    # everything CI runs
 What a %[4]s asks for is in pkg/apis/%[10]s/%[7]s/types.go (then make generate); how the controller maps it onto a
-Deployment is in pkg/desired/deployment.go. README.md and docs/ are rewritten for the new names.
+Deployment is in pkg/desired/deployment.go. README.md and docs/ are rewritten for the new names; docs/recipes.md
+shows the first changes a fork makes (owning a Service, adding a field), as patches in docs/recipes to git apply.
 `, n.Name, dir, n.Module, n.Kind, n.Plural, n.Group, oldStorageVersion, n.ShortName, n.Singular, n.GroupPackage)
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,63 +25,33 @@ import (
 	"testing"
 )
 
-// patchStat is a patch's files with the lines each adds and removes, in
-// the patch's order, as `git apply --stat` counts them.
-func patchStat(t *testing.T, path string) (files []string, changed map[string]int) {
+// recipeDir holds the recipes, under the template's names: the copy gets
+// them rewritten with its other files (docs/recipes.md shows them, and
+// test/docs holds that page to them).
+const recipeDir = "../../docs/recipes"
+
+// patchFiles are the files a patch changes, in the patch's order.
+func patchFiles(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed = map[string]int{}
-	file := ""
+	var files []string
 	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.HasPrefix(line, "diff --git a/"):
-			file = strings.TrimPrefix(strings.Fields(line)[2], "a/")
-			files = append(files, file)
-		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "):
-		case strings.HasPrefix(line, "+"), strings.HasPrefix(line, "-"):
-			changed[file]++
+		if strings.HasPrefix(line, "diff --git a/") {
+			files = append(files, strings.TrimPrefix(strings.Fields(line)[2], "a/"))
 		}
 	}
-	return files, changed
+	return files
 }
 
-// docStat is the diff stat a page shows for a recipe: its lines "path | N".
-var docStatLine = regexp.MustCompile(`(?m)^ (\S+) +\| +(\d+) `)
-
-// expectStatShown checks that page shows patch's diff stat, file by file,
-// and nothing else as a stat.
-func expectStatShown(t *testing.T, page, patch string) {
-	t.Helper()
-	files, changed := patchStat(t, patch)
-	text, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := docStatLine.FindAllStringSubmatch(string(text), -1)
-	shown := make([]string, 0, len(lines))
-	for _, m := range lines {
-		shown = append(shown, m[1]+" "+m[2])
-	}
-	stat := make([]string, 0, len(files))
-	for _, f := range files {
-		stat = append(stat, fmt.Sprintf("%s %d", f, changed[f]))
-	}
-	if !slices.Equal(shown, stat) {
-		t.Errorf("%s shows the recipe as\n%s\nthe patch is\n%s", page, strings.Join(shown, "\n"),
-			strings.Join(stat, "\n"))
-	}
-}
-
-// The Service recipe is what docs/make-it-yours.md says it is, file by file,
-// and owning a kind stays a registration: besides its tests and what the
-// generators write, four files, none of them the controller's own code.
+// Owning a kind stays a registration: besides its tests and what the
+// generators write, the Service recipe is four files, none of them the
+// controller's own code.
 func TestServiceRecipeIsFourFilesBesideTests(t *testing.T) {
-	files, _ := patchStat(t, "recipes/own-a-service.patch")
 	var notTests []string
-	for _, f := range files {
+	for _, f := range patchFiles(t, recipeDir+"/own-a-service.patch") {
 		if !strings.HasSuffix(f, "_test.go") && !strings.Contains(f, "zz_generated") {
 			notTests = append(notTests, f)
 		}
@@ -92,21 +61,17 @@ func TestServiceRecipeIsFourFilesBesideTests(t *testing.T) {
 	if !slices.Equal(notTests, want) {
 		t.Errorf("the recipe changes %q besides tests, want %q", notTests, want)
 	}
-	expectStatShown(t, "../../docs/make-it-yours.md", "recipes/own-a-service.patch")
 }
 
-// The field recipe is what docs/controller-client-go.md says it is: the
-// type in every served version and its conversion, the mapping and their
-// tests, no cache or controller code.
+// A field is the type in every served version and its conversion, the
+// mapping and their tests, no cache or controller code.
 func TestFieldRecipeIsTheTypeAndTheMapping(t *testing.T) {
-	files, _ := patchStat(t, "recipes/add-a-field.patch")
-	want := []string{"pkg/apis/policies/v1alpha1/types.go", "pkg/apis/policies/v1beta1/types.go",
+	want := []string{"pkg/apis/samplecontroller/v1alpha1/types.go", "pkg/apis/samplecontroller/v1beta1/types.go",
 		"pkg/conversion/v1alpha1.go", "pkg/desired/cache_test.go", "pkg/desired/deployment.go",
 		"pkg/desired/deployment_test.go", "test/e2e/container_port_test.go"}
-	if !slices.Equal(files, want) {
+	if files := patchFiles(t, recipeDir+"/add-a-field.patch"); !slices.Equal(files, want) {
 		t.Errorf("the recipe changes %q, want %q", files, want)
 	}
-	expectStatShown(t, "../../docs/controller-client-go.md", "recipes/add-a-field.patch")
 }
 
 // makeVariable is the value of a Makefile's NAME := value line.
@@ -119,8 +84,9 @@ func makeVariable(t *testing.T, makefile, name string) string {
 	return m[1]
 }
 
-// make new-controller-check applies every recipe in recipes/ (RECIPES) and
-// runs the end-to-end test each adds (RECIPE_TESTS), and no other.
+// make new-controller-check applies every recipe of docs/recipes (RECIPES)
+// to the Policy copy and runs the end-to-end test each adds (RECIPE_TESTS,
+// under the copy's names), and no other.
 func TestMakeRunsEveryRecipeAndItsEndToEndTest(t *testing.T) {
 	data, err := os.ReadFile("../../Makefile")
 	if err != nil {
@@ -128,14 +94,14 @@ func TestMakeRunsEveryRecipeAndItsEndToEndTest(t *testing.T) {
 	}
 	makefile := string(data)
 	applied := strings.Fields(makeVariable(t, makefile, "RECIPES"))
-	patches, err := filepath.Glob("recipes/*.patch")
+	patches, err := filepath.Glob(recipeDir + "/*.patch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	listed := make([]string, 0, len(applied))
 	var added []string
 	for _, p := range applied {
-		listed = append(listed, strings.TrimPrefix(p, "hack/new-controller/"))
+		listed = append(listed, "../../"+p)
 	}
 	testFunc := regexp.MustCompile(`(?m)^\+func (Test\w+)\(t \*testing\.T\)`)
 	for _, p := range patches {
@@ -146,7 +112,7 @@ func TestMakeRunsEveryRecipeAndItsEndToEndTest(t *testing.T) {
 		for _, file := range strings.Split(string(text), "diff --git a/")[1:] {
 			if strings.HasPrefix(file, "test/e2e/") {
 				for _, m := range testFunc.FindAllStringSubmatch(file, -1) {
-					added = append(added, m[1])
+					added = append(added, policyRewriter.rewrite(m[1]))
 				}
 			}
 		}
@@ -162,3 +128,14 @@ func TestMakeRunsEveryRecipeAndItsEndToEndTest(t *testing.T) {
 		t.Errorf("RECIPE_TESTS runs %q, the recipes add the end-to-end tests %q", run, added)
 	}
 }
+
+// policyRewriter renames the template's names as make new-controller-check's
+// copy has them.
+var policyRewriter = func() *rewriter {
+	n, err := derive(options{Module: "example.com/policy-operator", Group: "policies.example.com", Kind: "Policy"},
+		"github.com/kube-samples/sample-controller")
+	if err != nil {
+		panic(err)
+	}
+	return newNameRewriter("github.com/kube-samples/sample-controller", n, nil)
+}()

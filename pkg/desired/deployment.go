@@ -14,13 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package desired is what a Foo means, as pure functions of the objects
-// involved: the objects a Foo asks for (each kind it owns registered once,
-// with what the cache keeps of it: deployment.go), the status and Ready
-// condition it should have, which specs are valid, and the problems a Foo
-// can report with their reasons. The controller in the repository root acts
-// on these; the tests, the end-to-end suite and the benchmark call them
-// directly. How owned objects are cached and compared, for any kind, is
+// Package desired is what a Foo means: the objects a Foo asks for, the
+// status and Ready condition it should have, which specs are valid, and the
+// problems a Foo can report with their reasons, each a pure function of the
+// objects involved, which the tests, the end-to-end suite and the benchmark
+// call directly. It also registers the kinds a Foo owns (Owned, owned.go;
+// the Deployment's Kind, with what the cache keeps of it, in
+// deployment.go) and builds the controller's informer of each
+// (NewOwnedInformers). The controller in the repository root acts on these.
+// How owned objects are cached, compared and written, for any kind, is
 // pkg/owned's.
 package desired
 

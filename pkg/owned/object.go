@@ -14,12 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package owned is the machinery that caches and compares the objects a Foo
-// owns, for any kind: what an informer's cache keeps of each object
-// (Object), which of its fields are the controller's and how they drifted
-// (Fields), which owner controls it (ControllerRef), and the informer that
-// watches the objects the controller manages (NewInformer). A kind is
-// described once (Kind) and everything here works for it; nothing here
+// Package owned is the machinery that caches, compares and writes the
+// objects a Foo owns, for any kind: what an informer's cache keeps of each
+// object (Object), which of its fields are the controller's and how they
+// drifted (Fields), which owner controls it (ControllerRef), the informer
+// that watches the objects the controller manages (NewInformer), and the
+// writes that make them what their owner asks for (Own registers a kind
+// with the function of its desired state; Kind.Ensure creates the object,
+// refuses one another owner controls, or repairs its drift, and
+// Kind.DeleteStale deletes the owner's objects under an old name). A kind
+// is described once (Kind) and everything here works for it; nothing here
 // names a kind or the Foo's type.
 package owned
 
