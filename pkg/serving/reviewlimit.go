@@ -42,13 +42,13 @@ import (
 // reviewed goes on being served through a flood; a scraper whose answer has
 // expired may be refused until the flood ends, and scrapes again.
 const (
-	// metricsReviewsInFlight bounds the reviews (TokenReviews and
-	// SubjectAccessReviews) waiting on the API server at once.
-	metricsReviewsInFlight = 4
-	// metricsReviewQPS and metricsReviewBurst bound the reviews sent per
+	// MetricsReviewsInFlight bounds the reviews (TokenReviews and
+	// SubjectAccessReviews) waiting on the API server at once, per replica.
+	MetricsReviewsInFlight = 4
+	// MetricsReviewQPS and MetricsReviewBurst bound the reviews sent per
 	// second. A scraper costs at most two reviews per cache TTL (10 s).
-	metricsReviewQPS   = 5
-	metricsReviewBurst = 10
+	MetricsReviewQPS   = 5
+	MetricsReviewBurst = 10
 	// metricsReviewRetryAfter is the Retry-After of a refused request.
 	metricsReviewRetryAfter = time.Second
 )

@@ -229,7 +229,7 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 	if err != nil {
 		return fmt.Errorf("metrics server: %w", err)
 	}
-	limiter := newReviewLimiter(metricsReviewsInFlight, metricsReviewQPS, metricsReviewBurst)
+	limiter := newReviewLimiter(MetricsReviewsInFlight, MetricsReviewQPS, MetricsReviewBurst)
 	authClient, err := kubernetes.NewForConfig(metricsAuthClientConfig(kubeCfg, limiter))
 	if err != nil {
 		return fmt.Errorf("building metrics auth clientset: %w", err)
