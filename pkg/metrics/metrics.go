@@ -102,10 +102,22 @@ var (
 			"CRD's caBundle. Anything but 0 is worth a look.",
 		StabilityLevel: metrics.ALPHA,
 	})
+
+	// MetricsReviewsRefused counts the reviews that guard /metrics not
+	// sent, or refused by the API server, by reason (pkg/serving).
+	MetricsReviewsRefused = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: Subsystem,
+		Name:      "metrics_reviews_refused_total",
+		Help: "Requests to the metrics server answered 429 because the TokenReview or SubjectAccessReview they needed " +
+			"was not sent or was refused, by reason: in_flight (as many reviews as allowed were waiting on the API server), " +
+			"rate (the reviews' rate limit was spent), api_server (the API server answered 429). " +
+			"Rising: something sends /metrics many tokens it has not reviewed, e.g. a flood of random ones.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
 )
 
 func init() {
-	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs)
+	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs, MetricsReviewsRefused)
 }
 
 // ObserveSync records the result and duration of one sync, given the error

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -75,10 +76,10 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
 	fs.StringVar(&o.Namespace, "namespace", metav1.NamespaceAll,
 		"Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
-	fs.IntVar(&o.Workers, "workers", 8, "Number of Foos synced in parallel.")
+	fs.IntVar(&o.Workers, "workers", 8, "Number of Foos synced in parallel. At least 1.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", 10*time.Hour,
 		"How often every Foo is re-checked against its Deployment even without a change; "+
-			"a resync writes only what drifted.")
+			"a resync writes only what drifted. At least 1s.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 0,
 		"Opt-in client-side limit: queries per second the controller may send to the API server, "+
 			"all its requests together. "+
@@ -126,12 +127,13 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
 	fs.StringVar(&le.Name, "leader-elect-id", samplecontroller.ControllerName, "Name of the leader election Lease.")
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
-		"How long standbys wait after the last renewal before they take over a Lease the leader did not release.")
+		"How long standbys wait after the last renewal before they take over a Lease the leader did not release. "+
+			"More than the renew deadline.")
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader keeps trying to renew its Lease before it gives up leadership and exits. "+
-			"Less than the lease duration.")
+			"Less than the lease duration, more than 1.2 times the retry period.")
 	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
-		"How often replicas try to acquire or renew the Lease.")
+		"How often replicas try to acquire or renew the Lease. Less than the renew deadline divided by 1.2.")
 
 	// klog's flags (-v, -vmodule, -log_file, ...). -v and -vmodule are
 	// registered by the logging configuration below, which also offers
@@ -176,5 +178,63 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, o.validatePeriods()...)
 	return errors.Join(errs...)
+}
+
+// minResyncPeriod is the shortest resync client-go's shared informers make
+// (k8s.io/client-go/tools/cache's minimumResyncPeriod, unexported): a
+// shorter period is raised to it, and 0 turns resyncs off, which the flag
+// does not offer.
+const minResyncPeriod = time.Second
+
+// validatePeriods returns an error for each flag that makes a period of work
+// impossible: no worker, a resync client-go would not make as asked, and
+// leader election durations that client-go's elector refuses
+// (leaderelection.NewLeaderElector) or that let a standby take over before
+// the leader gives up. Leader election ones only when it is enabled.
+func (o *Options) validatePeriods() []error {
+	var errs []error
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("-workers is %d: it must be at least 1, or no Foo is ever synced", o.Workers))
+	}
+	if o.ResyncPeriod < minResyncPeriod {
+		errs = append(errs, fmt.Errorf("-resync-period is %v: it must be at least %v, client-go's shortest resync",
+			o.ResyncPeriod, minResyncPeriod))
+	}
+	le := o.LeaderElection
+	if !le.Enabled {
+		return errs
+	}
+	positive := true
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"-leader-elect-lease-duration", le.LeaseDuration},
+		{"-leader-elect-renew-deadline", le.RenewDeadline},
+		{"-leader-elect-retry-period", le.RetryPeriod},
+	} {
+		if f.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s is %v: it must be greater than zero", f.flag, f.d))
+			positive = false
+		}
+	}
+	if !positive {
+		return errs
+	}
+	if le.RenewDeadline >= le.LeaseDuration {
+		errs = append(errs, fmt.Errorf("-leader-elect-renew-deadline is %v: it must be less than "+
+			"-leader-elect-lease-duration (%v), so that a leader that cannot renew gives up before a standby takes over",
+			le.RenewDeadline, le.LeaseDuration))
+	}
+	// client-go's condition, in its own arithmetic: renew attempts come
+	// every retry period jittered up to JitterFactor times it, and the
+	// deadline must leave room for more than one.
+	if le.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(le.RetryPeriod)) {
+		errs = append(errs, fmt.Errorf("-leader-elect-retry-period is %v: it must be less than "+
+			"-leader-elect-renew-deadline (%v) divided by %v (client-go's jitter factor), so that the leader "+
+			"tries to renew more than once before it gives up", le.RetryPeriod, le.RenewDeadline, leaderelection.JitterFactor))
+	}
+	return errs
 }

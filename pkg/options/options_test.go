@@ -17,10 +17,14 @@ limitations under the License.
 package options
 
 import (
+	"context"
 	"flag"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/serving"
@@ -81,6 +85,37 @@ func TestValidateNamesEachFlagThatCannotWork(t *testing.T) {
 		{args: []string{"-metrics-bind-address=", "-health-probe-bind-address="}, want: []string{
 			"-metrics-bind-address is empty: give an address such as :PORT, or 0 to disable the server",
 			"-health-probe-bind-address is empty: give an address such as :PORT, or 0 to disable the server"}},
+		{args: []string{"-workers=0", "-resync-period=0s"}, want: []string{
+			"-workers is 0: it must be at least 1, or no Foo is ever synced",
+			"-resync-period is 0s: it must be at least 1s, client-go's shortest resync"}},
+		{args: []string{"-workers=-2", "-resync-period=999ms"}, want: []string{
+			"-workers is -2: it must be at least 1, or no Foo is ever synced",
+			"-resync-period is 999ms: it must be at least 1s, client-go's shortest resync"}},
+		{args: []string{"-workers=1", "-resync-period=1s"}},
+		// The smallest durations client-go's elector takes.
+		{args: []string{"-leader-elect-lease-duration=3s", "-leader-elect-renew-deadline=2s",
+			"-leader-elect-retry-period=1666ms"}},
+		{args: []string{"-leader-elect-lease-duration=0s", "-leader-elect-renew-deadline=-1s",
+			"-leader-elect-retry-period=0s"}, want: []string{
+			"-leader-elect-lease-duration is 0s: it must be greater than zero",
+			"-leader-elect-renew-deadline is -1s: it must be greater than zero",
+			"-leader-elect-retry-period is 0s: it must be greater than zero"}},
+		{args: []string{"-leader-elect-retry-period=-1ms"}, want: []string{
+			"-leader-elect-retry-period is -1ms: it must be greater than zero"}},
+		{args: []string{"-leader-elect-lease-duration=10s"}, want: []string{
+			"-leader-elect-renew-deadline is 10s: it must be less than -leader-elect-lease-duration (10s), " +
+				"so that a leader that cannot renew gives up before a standby takes over"}},
+		{args: []string{"-leader-elect-renew-deadline=2400ms"}, want: []string{
+			"-leader-elect-retry-period is 2s: it must be less than -leader-elect-renew-deadline (2.4s) divided by " +
+				"1.2 (client-go's jitter factor), so that the leader tries to renew more than once before it gives up"}},
+		{args: []string{"-leader-elect-lease-duration=2s", "-leader-elect-renew-deadline=3s",
+			"-leader-elect-retry-period=3s"}, want: []string{
+			"-leader-elect-renew-deadline is 3s: it must be less than -leader-elect-lease-duration (2s), " +
+				"so that a leader that cannot renew gives up before a standby takes over",
+			"-leader-elect-retry-period is 3s: it must be less than -leader-elect-renew-deadline (3s) divided by " +
+				"1.2 (client-go's jitter factor), so that the leader tries to renew more than once before it gives up"}},
+		// Without leader election its durations are not used.
+		{args: []string{"-leader-elect=false", "-leader-elect-lease-duration=0s", "-leader-elect-retry-period=1h"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -116,4 +151,32 @@ func sameLines(a, b []string) bool {
 		left[line]--
 	}
 	return true
+}
+
+// The leader election durations Validate takes are exactly those client-go's
+// elector takes: a start refused by Validate would have failed later, and
+// one it lets through does not fail in leaderelection.NewLeaderElector.
+func TestValidateTakesTheLeaderElectionDurationsClientGoTakes(t *testing.T) {
+	durations := []time.Duration{-time.Second, 0, time.Millisecond, 999 * time.Millisecond, time.Second,
+		1200 * time.Millisecond, 1201 * time.Millisecond, 2 * time.Second, 2400 * time.Millisecond, 10 * time.Second}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "default", "lease", nil, nil,
+		resourcelock.ResourceLockConfig{Identity: "replica"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callbacks := leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}
+	for _, lease := range durations {
+		for _, renew := range durations {
+			for _, retry := range durations {
+				o := AddFlags(flag.NewFlagSet("test", flag.ContinueOnError))
+				o.LeaderElection.LeaseDuration, o.LeaderElection.RenewDeadline, o.LeaderElection.RetryPeriod = lease, renew, retry
+				validateErr := o.Validate()
+				_, electorErr := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: lock,
+					LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, Callbacks: callbacks})
+				if (validateErr == nil) != (electorErr == nil) {
+					t.Errorf("lease %v, renew %v, retry %v: Validate() = %v, client-go: %v", lease, renew, retry, validateErr, electorErr)
+				}
+			}
+		}
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 )
 
@@ -51,24 +52,30 @@ const (
 	metricsAuthTimeout = 10 * time.Second
 )
 
-// metricsAuthRetryBackoff retries a review that failed (not one that said
-// no): 5 attempts over about 4 s, k8s.io/apiserver's
-// DefaultAuthWebhookRetryBackoff.
+// metricsAuthRetryBackoff makes one attempt at each review, no retry: a
+// review that failed fails the request (500, or 429 when refused,
+// reviewlimit.go), and the scraper tries again at its next scrape.
+// k8s.io/apiserver's DefaultAuthWebhookRetryBackoff (5 attempts over about
+// 4 s) is for an API server's callers; here every retry of a review the API
+// server could not answer would be one more request, under the
+// controller's own user, to an API server already short of seats.
 func metricsAuthRetryBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 1}
 }
 
 // metricsAuthClientConfig is the client configuration for the reviews: a
-// client and a rate limiter of their own (CopyConfig would share kubeCfg's
+// client and limits of their own (CopyConfig would share kubeCfg's
 // limiter), so that a scrape is never held behind the client-side rate limit
 // of a busy controller, and a timeout so that a slow API server fails the
-// scrape rather than hanging it. The reviews are few: at most two per
-// scraper per cache TTL.
-func metricsAuthClientConfig(kubeCfg *rest.Config) *rest.Config {
+// scrape rather than hanging it. Its limits are limiter's, tried without
+// waiting (reviewlimit.go); client-go's own waiting limiter is off. The
+// reviews are few: at most two per scraper per cache TTL.
+func metricsAuthClientConfig(kubeCfg *rest.Config, limiter *reviewLimiter) *rest.Config {
 	cfg := rest.CopyConfig(kubeCfg)
 	// Not rest.AddUserAgent, which starts again from the binary's name.
 	cfg.UserAgent = kubeCfg.UserAgent + "/metrics-auth"
-	cfg.RateLimiter = nil
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil // QPS 0 would be client-go's default limiter
+	cfg.WrapTransport = transport.Wrappers(kubeCfg.WrapTransport, limiter.wrap)
 	cfg.Timeout = metricsAuthTimeout
 	return cfg
 }
@@ -109,6 +116,9 @@ func withDelegatedAuth(authn authenticator.Request, authz authorizer.Authorizer,
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logger := klog.FromContext(r.Context())
 		resp, ok, err := authn.AuthenticateRequest(r)
+		if writeReviewRefused(w, err) {
+			return
+		}
 		if err != nil || !ok {
 			// A missing token is the normal case of an unconfigured scraper;
 			// its details are for debugging only.
@@ -123,6 +133,9 @@ func withDelegatedAuth(authn authenticator.Request, authz authorizer.Authorizer,
 			ResourceRequest: false,
 		}
 		decision, reason, err := authz.Authorize(r.Context(), attrs)
+		if writeReviewRefused(w, err) {
+			return
+		}
 		if err != nil {
 			// The SubjectAccessReview itself failed (after retries): neither
 			// yes nor no, so the caller may try again.

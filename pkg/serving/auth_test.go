@@ -371,9 +371,12 @@ func TestDotDotOutOfAProfilePathIsAuthorizedWhereItLeads(t *testing.T) {
 func TestMetricsAuthClientHasItsOwnLimiterAndTimeout(t *testing.T) {
 	kubeCfg := &rest.Config{Host: "https://example.invalid", QPS: 5, Burst: 10, UserAgent: "sample-controller"}
 	kubeCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(kubeCfg.QPS, kubeCfg.Burst)
-	cfg := metricsAuthClientConfig(kubeCfg)
-	if cfg.RateLimiter != nil {
-		t.Error("the reviews share the controller's rate limiter")
+	cfg := metricsAuthClientConfig(kubeCfg, newReviewLimiter(1, 1, 1))
+	if cfg.RateLimiter != nil || cfg.QPS >= 0 {
+		t.Errorf("the reviews have client-go's waiting rate limiter (QPS %v, limiter %v), not only their own", cfg.QPS, cfg.RateLimiter)
+	}
+	if cfg.WrapTransport == nil {
+		t.Error("the reviews' transport is not limited")
 	}
 	if cfg.Timeout != metricsAuthTimeout || cfg.UserAgent != "sample-controller/metrics-auth" || cfg.Host != kubeCfg.Host {
 		t.Errorf("config: timeout %v, user agent %q, host %q", cfg.Timeout, cfg.UserAgent, cfg.Host)

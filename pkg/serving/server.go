@@ -229,7 +229,8 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 	if err != nil {
 		return fmt.Errorf("metrics server: %w", err)
 	}
-	authClient, err := kubernetes.NewForConfig(metricsAuthClientConfig(kubeCfg))
+	limiter := newReviewLimiter(MetricsReviewsInFlight, MetricsReviewQPS, MetricsReviewBurst)
+	authClient, err := kubernetes.NewForConfig(metricsAuthClientConfig(kubeCfg, limiter))
 	if err != nil {
 		return fmt.Errorf("building metrics auth clientset: %w", err)
 	}

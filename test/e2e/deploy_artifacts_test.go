@@ -61,6 +61,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
+		"flowschema.flowcontrol.apiserver.k8s.io/" + deployLeaseFlowSchema,
 		"deployment.apps/" + deployName,
 		"poddisruptionbudget.policy/" + deployName,
 		"service/" + samplecontroller.ControllerName + "-metrics",

@@ -295,8 +295,9 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 // admin's system:masters group is exempt from priority and fairness), and a
 // FlowSchema gives that user a priority level with the smallest share of
 // the API server's concurrency, rejecting (429) whatever exceeds it.
-// Lease requests go to the leader-election level, as the defaults do for
-// the cluster's own controllers. Every Foo still converges; the 429s are
+// Lease requests go to the leader-election level through the FlowSchema
+// artifacts/deploy ships, as the defaults do for the cluster's own
+// controllers: the leader staying proves it matches. Every Foo still converges; the 429s are
 // bounded because each one makes the client wait the Retry-After the API
 // server sends before it tries again.
 func testThrottled(t *testing.T, n int) {
@@ -359,18 +360,31 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 // nominal share, no borrowing and Reject as limit response, and a
 // FlowSchema sending every request of the ServiceAccounts ns/names to it,
 // except their Lease requests; it returns the level's name once the API
-// server enforces it, and the function that removes both.
+// server enforces it, and the function that removes what it installed.
+// The Lease requests of artifacts/deploy's ServiceAccount go where its own
+// FlowSchema sends them (applyDeployArtifacts first); those of any other
+// account, to the same leader-election level through a FlowSchema of the
+// test's.
 func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, func() error) {
 	t.Helper()
 	ctx := context.Background()
 	flowcontrol := cluster.Kube.FlowcontrolV1()
 	const level = "e2e-throttled"
 	subjects := make([]flowcontrolv1.Subject, 0, len(names))
+	var leaseSubjects []flowcontrolv1.Subject
 	for _, name := range names {
-		subjects = append(subjects, flowcontrolv1.Subject{
+		subject := flowcontrolv1.Subject{
 			Kind:           flowcontrolv1.SubjectKindServiceAccount,
 			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: ns, Name: name},
-		})
+		}
+		subjects = append(subjects, subject)
+		if ns == deployNamespace && name == deployServiceAccount {
+			if _, err := flowcontrol.FlowSchemas().Get(ctx, deployLeaseFlowSchema, metav1.GetOptions{}); err != nil {
+				t.Fatalf("the FlowSchema of %s for the Lease of %s/%s: %v", deployKustomization, ns, name, err)
+			}
+			continue
+		}
+		leaseSubjects = append(leaseSubjects, subject)
 	}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: level},
@@ -391,7 +405,7 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 			MatchingPrecedence:         400,
 			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
 			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: subjects,
+				Subjects: leaseSubjects,
 				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
 					Verbs: []string{"get", "create", "update"}, APIGroups: []string{"coordination.k8s.io"},
 					Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery},
@@ -433,7 +447,13 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 	if _, err := flowcontrol.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, fs := range []*flowcontrolv1.FlowSchema{leases, everything} {
+	// The Leases' first, so that they are never throttled meanwhile.
+	var schemas []*flowcontrolv1.FlowSchema
+	if len(leaseSubjects) > 0 {
+		schemas = append(schemas, leases)
+	}
+	schemas = append(schemas, everything)
+	for _, fs := range schemas {
 		if _, err := flowcontrol.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(errors.Join(err, remove()))
 		}

@@ -47,6 +47,10 @@ const (
 	deployNamespace      = samplecontroller.ControllerName
 	deployServiceAccount = samplecontroller.ControllerName
 	deployName           = samplecontroller.ControllerName
+	// deployLeaseFlowSchema is the FlowSchema of artifacts/deploy that
+	// sends the ServiceAccount's Lease requests to the leader-election
+	// priority level.
+	deployLeaseFlowSchema = samplecontroller.ControllerName + "-leader-election"
 )
 
 // applyDeployArtifacts applies artifacts/deploy from the repository root
@@ -55,8 +59,8 @@ const (
 // webhook is reached at the suite's URL (standardCRD), as the suite's API
 // server, running on this machine, cannot reach a Service. When
 // the test ends it removes what was installed, except the CRD that other
-// tests use: the Namespace (with everything in it), the ClusterRole and the
-// ClusterRoleBinding. A Namespace still terminating from an earlier test is
+// tests use: the Namespace (with everything in it), the ClusterRole, the
+// ClusterRoleBinding and the FlowSchema. A Namespace still terminating from an earlier test is
 // waited for first. Applying twice in one test is fine.
 func applyDeployArtifacts(t *testing.T) string {
 	t.Helper()
@@ -84,6 +88,7 @@ func applyDeployArtifacts(t *testing.T) string {
 		for _, err := range []error{
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
+			cluster.Kube.FlowcontrolV1().FlowSchemas().Delete(ctx, deployLeaseFlowSchema, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {

@@ -66,6 +66,7 @@ func deployFiles() map[string]deployObject {
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),
+		"flowschema.yaml":                  object("FlowSchema", name+"-leader-election"),
 		"deployment.yaml":                  object("Deployment", name),
 		"poddisruptionbudget.yaml":         object("PodDisruptionBudget", name),
 		"service.yaml":                     object("Service", name+"-metrics"),
@@ -106,7 +107,7 @@ func TestDeployObjectsAreNamedForTheController(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", path, got.Kind, got.Metadata.Name, want.Kind, want.Metadata.Name)
 		}
 		wantNamespace := name
-		if clusterScoped := slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding"}, want.Kind); clusterScoped {
+		if clusterScoped := slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding", "FlowSchema"}, want.Kind); clusterScoped {
 			wantNamespace = ""
 		}
 		if got.Metadata.Namespace != wantNamespace {

@@ -17,14 +17,18 @@ limitations under the License.
 package names
 
 import (
+	"encoding/json"
 	"flag"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 
 	"github.com/kube-samples/sample-controller/pkg/options"
 )
@@ -75,4 +79,64 @@ func TestLeaderElectionRoleNamesTheDeployedLease(t *testing.T) {
 	if !slices.Equal(named, []string{lease}) {
 		t.Errorf("%s: resourceNames %q, want [%q], %s", path, named, lease, leaseFrom)
 	}
+}
+
+// The FlowSchema sends the deployed replicas' Lease requests to the
+// leader-election priority level: the Deployment's ServiceAccount, in its
+// namespace, where the Lease lives, with every verb the leader election
+// Role grants on Leases (what pkg/leader's lock sends). A subject or a
+// namespace that drifted would match nothing, and the renewals would queue
+// behind the reviews that guard /metrics again, with nothing to show it.
+func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {
+	var d appsv1.Deployment
+	decode(t, "deployment.yaml", &d)
+	var role rbacv1.Role
+	decode(t, "leader-election-role.yaml", &role)
+	var verbs []string
+	for _, rule := range role.Rules {
+		if slices.Contains(rule.APIGroups, coordinationv1.GroupName) && slices.Contains(rule.Resources, "leases") {
+			verbs = append(verbs, rule.Verbs...)
+		}
+	}
+	slices.Sort(verbs)
+
+	var fs flowcontrolv1.FlowSchema
+	decode(t, "flowschema.yaml", &fs)
+	path := deployDir + "/flowschema.yaml"
+	// Kubernetes' own FlowSchema for its controllers' Leases.
+	system := bootstrap.SuggestedFlowSchemaSystemLeaderElection
+	if got, want := fs.Spec.PriorityLevelConfiguration.Name, system.Spec.PriorityLevelConfiguration.Name; got != want {
+		t.Errorf("%s: priority level %q, want %q, that of %s", path, got, want, system.Name)
+	}
+	if fs.Spec.MatchingPrecedence >= bootstrap.SuggestedFlowSchemaServiceAccounts.Spec.MatchingPrecedence {
+		t.Errorf("%s: matchingPrecedence %d, not before %s's %d, which takes every ServiceAccount's requests", path,
+			fs.Spec.MatchingPrecedence, bootstrap.SuggestedFlowSchemaServiceAccounts.Name,
+			bootstrap.SuggestedFlowSchemaServiceAccounts.Spec.MatchingPrecedence)
+	}
+	systemVerbs := slices.Sorted(slices.Values(system.Spec.Rules[0].ResourceRules[0].Verbs))
+	if !slices.Equal(verbs, systemVerbs) {
+		t.Errorf("%s: verbs %v on Leases, %s's are %v", deployDir+"/leader-election-role.yaml", verbs, system.Name, systemVerbs)
+	}
+	want := flowcontrolv1.PolicyRulesWithSubjects{
+		Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: d.Namespace, Name: d.Spec.Template.Spec.ServiceAccountName}}},
+		ResourceRules: []flowcontrolv1.ResourcePolicyRule{{APIGroups: []string{coordinationv1.GroupName},
+			Resources: []string{"leases"}, Namespaces: []string{d.Namespace}, Verbs: verbs}},
+	}
+	if len(fs.Spec.Rules) != 1 {
+		t.Fatalf("%s: %d rules, want 1", path, len(fs.Spec.Rules))
+	}
+	got := fs.Spec.Rules[0]
+	for i := range got.ResourceRules {
+		slices.Sort(got.ResourceRules[i].Verbs)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: rule %s, want %s", path, dump(got), dump(want))
+	}
+}
+
+// dump is v as JSON, for a message.
+func dump(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -1,0 +1,341 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/pkg/serving"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+const (
+	// The replicas' leader election, short so that the flood outlasts
+	// several lease durations within a minute.
+	floodLeaseDuration = 6 * time.Second
+	floodRenewDeadline = 4 * time.Second
+	floodRetryPeriod   = time.Second
+	// floodAtLeast is how long the flood lasts at least: two and a half
+	// lease durations. It goes on until the Foo changed in it is applied.
+	floodAtLeast = 15 * time.Second
+	// floodCap ends a flood whose Foo was never applied: the test fails.
+	floodCap = 3 * time.Minute
+	// flooders per replica, each sending a new random token per request:
+	// fewer than the metrics server's connections (32), so that a scraper
+	// is not kept out of the port.
+	flooders = 24
+	// leaseSampleInterval is how often the test reads the Lease.
+	leaseSampleInterval = 200 * time.Millisecond
+)
+
+// A flood of /metrics requests, each with a new random bearer token, from
+// many clients at both replicas, for longer than a lease duration, while
+// the controller's ServiceAccount has few seats at the API server (the
+// throttle of the fault tests, a busy cluster's share): the leader keeps its
+// Lease (same holder, no renewal gap as long as the renew deadline, no
+// transition), and applies a Foo changed during the flood. What keeps it:
+// the FlowSchema of artifacts/deploy sends the Lease requests to the
+// leader-election priority level, away from the reviews, and each replica
+// sends a bounded number of reviews, answering the rest 429.
+func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
+	ensureStandardCRD(t)
+	applyDeployArtifacts(t)
+	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount)
+	level := throttleServiceAccount(t, deployNamespace, deployServiceAccount)
+	ns := newNamespace(t, "flood")
+	leases := cluster.Kube.CoordinationV1().Leases(deployNamespace)
+
+	start := func(name string) *replica {
+		c := startController(t, name, "-kubeconfig="+kubeconfig, "-namespace="+ns,
+			"-leader-elect=true", "-leader-elect-namespace="+deployNamespace, "-leader-elect-id="+deployName,
+			"-webhook-namespace="+deployNamespace, // where the webhook Role lets it keep its CA
+			"-leader-elect-lease-duration="+floodLeaseDuration.String(),
+			"-leader-elect-renew-deadline="+floodRenewDeadline.String(),
+			"-leader-elect-retry-period="+floodRetryPeriod.String())
+		return &replica{Controller: c, identity: leaderElectionIdentity(t, c)}
+	}
+	replicas := []*replica{start("replica-a"), start("replica-b")}
+	for _, r := range replicas {
+		waitControllerReady(t, r.Controller)
+	}
+	var leader *replica
+	eventually(t, convergeTimeout, "a leader", func(ctx context.Context) (bool, error) {
+		lease, err := leases.Get(ctx, deployName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range replicas {
+			if leaseHolderOf(lease) == r.identity {
+				leader = r
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("lease %s", describeLease(lease))
+	})
+	foo := createFoo(t, newFoo(ns, "flooded", "flooded", int32p(1)))
+	waitFooReady(t, ns, foo.Name)
+	before, err := leases.Get(context.Background(), deployName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiBefore, err := cluster.ScrapeAPIServer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s leads: lease %s", leader.Name, describeLease(before))
+
+	// The Lease, read every leaseSampleInterval by the admin (exempt from
+	// priority and fairness) until the flood is over.
+	sampling, stopSampling := context.WithCancel(context.Background())
+	samples := make(chan leaseSample, 1024)
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		defer close(samples)
+		tick := time.NewTicker(leaseSampleInterval)
+		defer tick.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(sampling, 5*time.Second)
+			lease, err := leases.Get(ctx, deployName, metav1.GetOptions{})
+			cancel()
+			samples <- leaseSample{at: time.Now(), lease: lease, err: err}
+			select {
+			case <-sampling.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	var observed []leaseSample
+	var collector sync.WaitGroup
+	collector.Go(func() {
+		for s := range samples {
+			observed = append(observed, s)
+		}
+	})
+
+	// The flood.
+	flooding, stopFlood := context.WithCancel(context.Background())
+	var codes sync.Map // status code (or -1: no answer) → *atomic.Int64
+	var flood sync.WaitGroup
+	floodStart := time.Now()
+	// Each flooder keeps its connection, so that its requests cost it no
+	// TLS handshake: as many as this machine can send.
+	floodClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the replicas' self-signed certificates
+		MaxIdleConnsPerHost: flooders,
+	}}
+	for _, r := range replicas {
+		url := r.MetricsURL()
+		for range flooders {
+			flood.Go(func() {
+				for flooding.Err() == nil {
+					code, err := fetchWithToken(flooding, floodClient, url, randomToken())
+					if flooding.Err() != nil {
+						return // cut short by the end of the flood
+					}
+					if err != nil {
+						code = -1
+					}
+					n, _ := codes.LoadOrStore(code, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+				}
+			})
+		}
+	}
+	t.Cleanup(func() { stopFlood(); flood.Wait(); stopSampling(); sampler.Wait() })
+
+	// A lease duration into the flood, the user scales the Foo; the flood
+	// goes on until its Deployment follows, and at least floodAtLeast.
+	time.Sleep(floodLeaseDuration)
+	patch := []byte(`{"spec":{"replicas":3}}`)
+	if _, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(context.Background(), foo.Name,
+		types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scaled := time.Now()
+	var followed time.Duration
+	eventually(t, floodCap, "the Deployment to follow the Foo, during the flood", func(ctx context.Context) (bool, error) {
+		d, err := cluster.Kube.AppsV1().Deployments(ns).Get(ctx, "flooded", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+			return false, fmt.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
+		}
+		followed = time.Since(scaled)
+		return true, nil
+	})
+	if rest := floodAtLeast - time.Since(floodStart); rest > 0 {
+		time.Sleep(rest)
+	}
+	stopFlood()
+	flood.Wait()
+	flooded := time.Since(floodStart)
+	// One more renewal after the flood, then the Lease is judged.
+	time.Sleep(2 * floodRetryPeriod)
+	stopSampling()
+	sampler.Wait()
+	collector.Wait()
+
+	answers := map[int]int64{}
+	codes.Range(func(k, v any) bool {
+		answers[k.(int)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	apiAfter, err := cluster.ScrapeAPIServer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenReviews := apiRequests(apiAfter, "tokenreviews") - apiRequests(apiBefore, "tokenreviews")
+	rejected := rejectedRequests(apiAfter, level) - rejectedRequests(apiBefore, level)
+	t.Logf("flood of %v by %d clients: answers by status %v (-1: no answer); the Deployment followed the Foo %v after it was scaled; "+
+		"the API server was sent %.0f TokenReviews, and rejected %.0f requests of priority level %s",
+		flooded.Round(100*time.Millisecond), len(replicas)*flooders, answers, followed.Round(100*time.Millisecond),
+		tokenReviews, rejected, level)
+
+	// The leader kept its Lease throughout.
+	holder, transitions := leaseHolderOf(before), ptrValue(before.Spec.LeaseTransitions)
+	var maxGap time.Duration
+	last := before.Spec.RenewTime.Time
+	var errs []string
+	for _, s := range observed {
+		if s.err != nil {
+			errs = append(errs, s.err.Error())
+			continue
+		}
+		if got := leaseHolderOf(s.lease); got != holder || ptrValue(s.lease.Spec.LeaseTransitions) != transitions {
+			t.Errorf("%s: lease %s, want holder %s after %d transitions", s.at.Format("15:04:05.000"),
+				describeLease(s.lease), holder, transitions)
+			continue
+		}
+		if renewed := s.lease.Spec.RenewTime.Time; renewed.After(last) {
+			maxGap = max(maxGap, renewed.Sub(last))
+			last = renewed
+		}
+	}
+	if len(observed) > 0 {
+		// The time since the last renewal seen counts too.
+		maxGap = max(maxGap, observed[len(observed)-1].at.Sub(last))
+	}
+	t.Logf("%d samples of the Lease, %d failed reads; longest time without renewal %v (renew deadline %v)",
+		len(observed), len(errs), maxGap.Round(10*time.Millisecond), floodRenewDeadline)
+	if len(errs) > len(observed)/10 {
+		t.Errorf("%d of %d reads of the Lease failed: %q", len(errs), len(observed), errs)
+	}
+	if maxGap >= floodRenewDeadline {
+		t.Errorf("the Lease went %v without renewal, not less than the renew deadline %v", maxGap, floodRenewDeadline)
+	}
+	for _, r := range replicas {
+		if r.Exited() {
+			t.Errorf("%s exited during the flood", r.Name)
+		}
+		if lost := grepLines(r.Log(), lostLeadershipRE); len(lost) > 0 {
+			t.Errorf("%s: %q", r.Name, lost)
+		}
+	}
+
+	// The flood was answered, 401 or 429, never let in.
+	if answers[http.StatusUnauthorized] == 0 || answers[http.StatusTooManyRequests] == 0 {
+		t.Errorf("answers by status %v: want both 401s (tokens reviewed and refused) and 429s (reviews past the bounds)", answers)
+	}
+	for code, n := range answers {
+		if code != http.StatusUnauthorized && code != http.StatusTooManyRequests && n > 0 {
+			t.Errorf("%d answers with status %d to random tokens, want only 401 and 429", n, code)
+		}
+	}
+	// Each replica sends at most its burst and its rate of reviews; the
+	// scraper's are a few more.
+	const scraperReviews = 10
+	bound := float64(len(replicas)) * (serving.MetricsReviewBurst + serving.MetricsReviewQPS*math.Ceil(flooded.Seconds()+2*floodRetryPeriod.Seconds()))
+	if tokenReviews > bound+scraperReviews {
+		t.Errorf("%.0f TokenReviews in %v, more than %.0f: the reviews are not bounded", tokenReviews, flooded, bound+scraperReviews)
+	}
+	// The servers stayed up and count what they refused.
+	for _, r := range replicas {
+		refused := framework.Sum(scrape(t, r.Controller), metrics.Subsystem+"_metrics_reviews_refused_total",
+			func(map[string]string) bool { return true })
+		t.Logf("%s refused %.0f reviews", r.Name, refused)
+		if refused == 0 {
+			t.Errorf("%s counted no refused review", r.Name)
+		}
+	}
+	waitFooReady(t, ns, foo.Name)
+}
+
+// leaseSample is one read of the Lease.
+type leaseSample struct {
+	at    time.Time
+	lease *coordinationv1.Lease
+	err   error
+}
+
+// fetchWithToken GETs url with token and returns the status code, the body
+// read and dropped so that the connection is kept.
+func fetchWithToken(ctx context.Context, client *http.Client, url, token string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// randomToken is a bearer token nobody issued, new each time: never in the
+// metrics server's cache.
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "flood." + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// apiRequests sums apiserver_request_total of a resource.
+func apiRequests(samples []framework.Sample, resource string) float64 {
+	return framework.Sum(samples, "apiserver_request_total", func(l map[string]string) bool {
+		return l["resource"] == resource
+	})
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
