@@ -58,6 +58,8 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
 		"clusterrolebinding.rbac.authorization.k8s.io/" + deployName,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
 		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
@@ -146,7 +148,9 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		return true, nil
 	})
 
-	// Applying again changes nothing (docs/deploying.md).
+	// Applying again changes nothing (docs/deploying.md). The API server
+	// writes the CRD write policy's status once, after it is created.
+	waitCRDWritePolicyChecked(t)
 	before := deployResourceVersions(t)
 	applyDeployArtifacts(t)
 	if after := deployResourceVersions(t); !maps.Equal(before, after) {
