@@ -273,9 +273,11 @@ func policyRefusal(err error, message string) error {
 // any: the policy's status is written once, a moment after it is created.
 func waitCRDWritePolicyChecked(t *testing.T) {
 	t.Helper()
-	policies := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	// Not named policies: that is the API package of the Policy controller
+	// hack/new-controller makes, where this file is rewritten.
+	vaps := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	eventually(t, convergeTimeout, "the type check of policy "+samplecontroller.CRDWritePolicyName, func(ctx context.Context) (bool, error) {
-		p, err := policies.Get(ctx, samplecontroller.CRDWritePolicyName, metav1.GetOptions{})
+		p, err := vaps.Get(ctx, samplecontroller.CRDWritePolicyName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
