@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/cert"
 
@@ -65,7 +66,7 @@ func TestCRDWritePolicyLetsTheServiceAccountWriteTheCABundleAlone(t *testing.T) 
 	applyDeployArtifacts(t)
 	ctx := context.Background()
 	saCRDs := crdsAs(t, serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount))
-	waitCRDWritePolicyChecked(t)
+	waitPolicyChecked(t, samplecontroller.CRDWritePolicyName)
 	waitCRDWritePolicyInForce(t, saCRDs)
 
 	before, err := crds(t).Get(ctx, samplecontroller.FooCRDName, metav1.GetOptions{})
@@ -257,27 +258,34 @@ func crdsAs(t *testing.T, kubeconfig string) dynamic.ResourceInterface {
 // policyRefusal says why err is not the CRD write policy's refusal with a
 // message containing message (nil if it is).
 func policyRefusal(err error, message string) error {
+	return refusalBy(samplecontroller.CRDWritePolicyName, err, message)
+}
+
+// refusalBy says why err is not the refusal of the admission policy name,
+// through its binding of the same name, with a message containing message
+// (nil if it is).
+func refusalBy(name string, err error, message string) error {
 	if err == nil {
 		return errors.New("accepted, want the policy's refusal")
 	}
-	want := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
-		samplecontroller.CRDWritePolicyName, samplecontroller.CRDWritePolicyName)
+	want := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", name, name)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), message) {
 		return fmt.Errorf("%w; want Forbidden, %q ... %q", err, want, message)
 	}
 	return nil
 }
 
-// waitCRDWritePolicyChecked waits until the API server has checked the
-// types of the policy's expressions, and fails the test if it warns about
-// any: the policy's status is written once, a moment after it is created.
-func waitCRDWritePolicyChecked(t *testing.T) {
+// waitPolicyChecked waits until the API server has checked the types of
+// the expressions of the admission policy name, and fails the test if it
+// warns about any: a policy's status is written once, a moment after it is
+// created.
+func waitPolicyChecked(t *testing.T, name string) {
 	t.Helper()
 	// Not named policies: that is the API package of the Policy controller
 	// hack/new-controller makes, where this file is rewritten.
 	vaps := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	eventually(t, convergeTimeout, "the type check of policy "+samplecontroller.CRDWritePolicyName, func(ctx context.Context) (bool, error) {
-		p, err := vaps.Get(ctx, samplecontroller.CRDWritePolicyName, metav1.GetOptions{})
+	eventually(t, convergeTimeout, "the type check of policy "+name, func(ctx context.Context) (bool, error) {
+		p, err := vaps.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -370,4 +378,70 @@ func bindWiderCRDRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// ownNamespaceRefusal is enough of the own-namespace policy's message
+// (artifacts/deploy/namespace-policy.yaml) to tell it.
+const ownNamespaceRefusal = "in its own namespace the " + samplecontroller.ControllerName +
+	" writes its Lease, its CA Secret and Events alone"
+
+// The deployed ServiceAccount can no longer create, change or delete a
+// Deployment in its own namespace, the controller's own among them, with
+// which a stolen token would outlive itself as a pod of that account; it
+// still may in any other namespace, where Foos get their Deployments.
+// Dry runs: admission runs, nothing is stored.
+func TestOwnNamespacePolicyKeepsTheServiceAccountsDeploymentsOut(t *testing.T) {
+	ensureStandardCRD(t)
+	applyDeployArtifacts(t)
+	ctx := context.Background()
+	other := newNamespace(t, "own-namespace-policy")
+	saKube := kubeClientFor(t, serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount))
+	waitPolicyChecked(t, samplecontroller.OwnNamespacePolicyName)
+	waitOwnNamespacePolicyInForce(t, saKube)
+
+	dryRun := []string{metav1.DryRunAll}
+	refused := []struct {
+		what string
+		call func() error
+	}{
+		{"create a Deployment in " + deployNamespace, func() error {
+			_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, unmanagedDeployment(deployNamespace, "planted", 1),
+				metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"patch the image of Deployment " + deployNamespace + "/" + deployName, func() error {
+			_, err := saKube.AppsV1().Deployments(deployNamespace).Patch(ctx, deployName, types.StrategicMergePatchType,
+				[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"controller","image":"attacker.invalid/controller"}]}}}}`),
+				metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		{"delete Deployment " + deployNamespace + "/" + deployName, func() error {
+			return saKube.AppsV1().Deployments(deployNamespace).Delete(ctx, deployName, metav1.DeleteOptions{DryRun: dryRun})
+		}},
+	}
+	for _, r := range refused {
+		if problem := refusalBy(samplecontroller.OwnNamespacePolicyName, r.call(), ownNamespaceRefusal); problem != nil {
+			t.Errorf("%s as %s: %v", r.what, deployServiceAccount, problem)
+		}
+	}
+	if _, err := saKube.AppsV1().Deployments(other).Create(ctx, unmanagedDeployment(other, "elsewhere", 1),
+		metav1.CreateOptions{DryRun: dryRun}); err != nil {
+		t.Errorf("create a Deployment in %s as %s: %v, want it admitted", other, deployServiceAccount, err)
+	}
+}
+
+// waitOwnNamespacePolicyInForce waits until the API server enforces the
+// own-namespace policy on saKube, a client of the controller's
+// ServiceAccount, probing with a dry run of a Deployment create in its
+// namespace, which the policy refuses and which stores nothing until then.
+func waitOwnNamespacePolicyInForce(t *testing.T, saKube kubernetes.Interface) {
+	t.Helper()
+	eventually(t, convergeTimeout, "policy "+samplecontroller.OwnNamespacePolicyName+" in force", func(ctx context.Context) (bool, error) {
+		_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, unmanagedDeployment(deployNamespace, "policy-probe", 1),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if problem := refusalBy(samplecontroller.OwnNamespacePolicyName, err, ownNamespaceRefusal); problem != nil {
+			return false, problem
+		}
+		return true, nil
+	})
 }

@@ -60,6 +60,8 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"clusterrolebinding.rbac.authorization.k8s.io/" + deployName,
 		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.OwnNamespacePolicyName,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.OwnNamespacePolicyName,
 		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
@@ -149,8 +151,9 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 	})
 
 	// Applying again changes nothing (docs/deploying.md). The API server
-	// writes the CRD write policy's status once, after it is created.
-	waitCRDWritePolicyChecked(t)
+	// writes each admission policy's status once, after it is created.
+	waitPolicyChecked(t, samplecontroller.CRDWritePolicyName)
+	waitPolicyChecked(t, samplecontroller.OwnNamespacePolicyName)
 	before := deployResourceVersions(t)
 	applyDeployArtifacts(t)
 	if after := deployResourceVersions(t); !maps.Equal(before, after) {

@@ -56,7 +56,7 @@ const (
 // server, running on this machine, cannot reach a Service. When
 // the test ends it removes what was installed, except the CRD that other
 // tests use: the Namespace (with everything in it), the ClusterRole and the
-// ClusterRoleBinding, and the CRD write policy and its binding. A Namespace still terminating from an earlier test is
+// ClusterRoleBinding, and the admission policies and their bindings. A Namespace still terminating from an earlier test is
 // waited for first. Applying twice in one test is fine.
 func applyDeployArtifacts(t *testing.T) string {
 	t.Helper()
@@ -87,6 +87,8 @@ func applyDeployArtifacts(t *testing.T) string {
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.CRDWritePolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.CRDWritePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {

@@ -61,9 +61,11 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	if got := review.Status.UserInfo.Username; got != wantUser {
 		t.Fatalf("the token kubeconfig authenticates as %q, want %q", got, wantUser)
 	}
-	// The controller's caBundle write, below, must pass the policy: it is
+	// The controller's caBundle write, and its Lease, Secret and Events in
+	// its own namespace, below, must pass the admission policies: they are
 	// in force before the controller starts.
 	waitCRDWritePolicyInForce(t, crdsAs(t, kubeconfig))
+	waitOwnNamespacePolicyInForce(t, saKube)
 
 	// The leader election Role allows get and update of the Lease named
 	// sample-controller only, so this controller uses the default

@@ -65,6 +65,8 @@ func deployFiles() map[string]deployObject {
 		"clusterrolebinding.yaml":          object("ClusterRoleBinding", name),
 		"crd-policy.yaml":                  object("ValidatingAdmissionPolicy", samplecontroller.CRDWritePolicyName),
 		"crd-policybinding.yaml":           object("ValidatingAdmissionPolicyBinding", samplecontroller.CRDWritePolicyName),
+		"namespace-policy.yaml":            object("ValidatingAdmissionPolicy", samplecontroller.OwnNamespacePolicyName),
+		"namespace-policybinding.yaml":     object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamespacePolicyName),
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),

@@ -187,3 +187,48 @@ func TestCRDWritePolicyNamesTheControllersAccountAndCRD(t *testing.T) {
 			deployDir, s, policy.Name)
 	}
 }
+
+// The own-namespace policy confines the same user, in the namespace of
+// namespace.yaml, selected by a label the Namespace carries (an overlay's
+// namespace: renames the Namespace and keeps its labels).
+func TestOwnNamespacePolicyNamesTheControllersAccountAndNamespace(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	decode(t, "namespace-policy.yaml", &policy)
+	path := deployDir + "/namespace-policy.yaml"
+	name := samplecontroller.ControllerName
+	want := []string{
+		"request.userInfo.username.startsWith('system:serviceaccount:') && " +
+			"request.userInfo.username.endsWith(':" + name + "')",
+		"request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + name + "'",
+	}
+	var got []string
+	for _, c := range policy.Spec.MatchConditions {
+		got = append(got, c.Expression)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: matchConditions %q, want %q", path, got, want)
+	}
+	if f := policy.Spec.FailurePolicy; f == nil || *f != admissionregistrationv1.Fail {
+		t.Errorf("%s: failurePolicy %v, want Fail", path, f)
+	}
+
+	var ns corev1.Namespace
+	decode(t, "namespace.yaml", &ns)
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	decode(t, "namespace-policybinding.yaml", &binding)
+	s := binding.Spec
+	if s.PolicyName != policy.Name || s.ParamRef != nil ||
+		!slices.Equal(s.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("%s/namespace-policybinding.yaml: %+v, want policy %s, validationActions [Deny]", deployDir, s, policy.Name)
+	}
+	if s.MatchResources == nil || s.MatchResources.NamespaceSelector == nil ||
+		len(s.MatchResources.NamespaceSelector.MatchLabels) == 0 || len(s.MatchResources.NamespaceSelector.MatchExpressions) > 0 {
+		t.Fatalf("%s/namespace-policybinding.yaml: matchResources %+v, want a namespaceSelector of labels", deployDir, s.MatchResources)
+	}
+	for k, v := range s.MatchResources.NamespaceSelector.MatchLabels {
+		if ns.Labels[k] != v {
+			t.Errorf("%s/namespace-policybinding.yaml selects namespaces labelled %s=%s; Namespace %s has %s=%q",
+				deployDir, k, v, ns.Name, k, ns.Labels[k])
+		}
+	}
+}
