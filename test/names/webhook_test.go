@@ -201,7 +201,7 @@ func TestOwnNamespacePolicyNamesTheControllersAccountAndNamespace(t *testing.T) 
 			"request.userInfo.username.endsWith(':" + name + "')",
 		"request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + name + "'",
 	}
-	var got []string
+	got := make([]string, 0, len(policy.Spec.MatchConditions))
 	for _, c := range policy.Spec.MatchConditions {
 		got = append(got, c.Expression)
 	}
