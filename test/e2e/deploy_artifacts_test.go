@@ -58,6 +58,10 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"serviceaccount/" + deployServiceAccount,
 		"clusterrole.rbac.authorization.k8s.io/" + deployName,
 		"clusterrolebinding.rbac.authorization.k8s.io/" + deployName,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.CRDWritePolicyName,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.OwnNamespacePolicyName,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.OwnNamespacePolicyName,
 		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,
@@ -147,7 +151,10 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		return true, nil
 	})
 
-	// Applying again changes nothing (docs/deploying.md).
+	// Applying again changes nothing (docs/deploying.md). The API server
+	// writes each admission policy's status once, after it is created.
+	waitPolicyChecked(t, samplecontroller.CRDWritePolicyName)
+	waitPolicyChecked(t, samplecontroller.OwnNamespacePolicyName)
 	before := deployResourceVersions(t)
 	applyDeployArtifacts(t)
 	if after := deployResourceVersions(t); !maps.Equal(before, after) {

@@ -60,7 +60,8 @@ const (
 // server, running on this machine, cannot reach a Service. When
 // the test ends it removes what was installed, except the CRD that other
 // tests use: the Namespace (with everything in it), the ClusterRole, the
-// ClusterRoleBinding and the FlowSchema. A Namespace still terminating from an earlier test is
+// ClusterRoleBinding, the FlowSchema, and the admission policies and their
+// bindings. A Namespace still terminating from an earlier test is
 // waited for first. Applying twice in one test is fine.
 func applyDeployArtifacts(t *testing.T) string {
 	t.Helper()
@@ -85,10 +86,15 @@ func applyDeployArtifacts(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
+		admission := cluster.Kube.AdmissionregistrationV1()
 		for _, err := range []error{
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			cluster.Kube.FlowcontrolV1().FlowSchemas().Delete(ctx, deployLeaseFlowSchema, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.CRDWritePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.CRDWritePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {

@@ -43,7 +43,8 @@ import (
 // The ServiceAccount of artifacts/deploy, with nothing but its token, runs
 // the controller through start-up, leader election (acquire, renew, release)
 // and a Foo's whole convergence without one forbidden request, serving the
-// conversion webhook; and it cannot read Secrets but its CA's.
+// conversion webhook, whose caBundle it writes with the CRD write policy in
+// force; and it cannot read Secrets but its CA's.
 func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)
@@ -60,6 +61,11 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	if got := review.Status.UserInfo.Username; got != wantUser {
 		t.Fatalf("the token kubeconfig authenticates as %q, want %q", got, wantUser)
 	}
+	// The controller's caBundle write, and its Lease, Secret and Events in
+	// its own namespace, below, must pass the admission policies: they are
+	// in force before the controller starts.
+	waitCRDWritePolicyInForce(t, crdsAs(t, kubeconfig))
+	waitOwnNamespacePolicyInForce(t, saKube)
 
 	// The leader election Role allows get and update of the Lease named
 	// sample-controller only, so this controller uses the default
@@ -78,6 +84,11 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	foo = waitFooReady(t, ns, foo.Name)
 	waitManagedDeployment(t, ns, foo.Spec.Deployment.Name, foo)
 	waitEvent(t, foo, samplecontroller.ReasonSynced) // events are written with the token too
+	// Its CA is new (the Namespace, and the Secret in it, are), so it wrote
+	// the caBundle to be Ready; the policy let it.
+	if !strings.Contains(c.Log(), "Wrote the CRD's caBundle") {
+		t.Errorf("the controller did not log its write of the CRD's caBundle")
+	}
 
 	// A periodic renewal (every -leader-elect-retry-period, 2 s) after the
 	// acquisition: update is allowed.

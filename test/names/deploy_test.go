@@ -63,6 +63,10 @@ func deployFiles() map[string]deployObject {
 		"serviceaccount.yaml":              object("ServiceAccount", name),
 		"clusterrole.yaml":                 object("ClusterRole", name),
 		"clusterrolebinding.yaml":          object("ClusterRoleBinding", name),
+		"crd-policy.yaml":                  object("ValidatingAdmissionPolicy", samplecontroller.CRDWritePolicyName),
+		"crd-policybinding.yaml":           object("ValidatingAdmissionPolicyBinding", samplecontroller.CRDWritePolicyName),
+		"namespace-policy.yaml":            object("ValidatingAdmissionPolicy", samplecontroller.OwnNamespacePolicyName),
+		"namespace-policybinding.yaml":     object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamespacePolicyName),
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),
@@ -107,7 +111,8 @@ func TestDeployObjectsAreNamedForTheController(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", path, got.Kind, got.Metadata.Name, want.Kind, want.Metadata.Name)
 		}
 		wantNamespace := name
-		if clusterScoped := slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding", "FlowSchema"}, want.Kind); clusterScoped {
+		if clusterScoped := slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding", "FlowSchema",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, want.Kind); clusterScoped {
 			wantNamespace = ""
 		}
 		if got.Metadata.Namespace != wantNamespace {

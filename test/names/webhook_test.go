@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -137,5 +138,97 @@ func TestWebhookServiceStandInProbesAsTheManifestSays(t *testing.T) {
 		t.Errorf("%s/deployment.yaml: readiness probe %s, failureThreshold %d; the stand-in probes /readyz, "+
 			"failureThreshold %d", deployDir, probe.HTTPGet.Path, probe.FailureThreshold,
 			framework.ReadinessFailureThreshold)
+	}
+}
+
+// The CRD write policy confines the controller's ServiceAccount (any
+// namespace's, so that an overlay's namespace: keeps it confined) to the
+// Foo CRD the ClusterRole lets it patch, and its binding applies it to
+// every such write, refusing what it does not admit.
+func TestCRDWritePolicyNamesTheControllersAccountAndCRD(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	decode(t, "crd-policy.yaml", &policy)
+	path := deployDir + "/crd-policy.yaml"
+	var sa deployObject
+	decode(t, "serviceaccount.yaml", &sa)
+	wantUser := "request.userInfo.username.startsWith('system:serviceaccount:') && " +
+		"request.userInfo.username.endsWith(':" + sa.Metadata.Name + "')"
+	if sa.Metadata.Name != samplecontroller.ControllerName || len(policy.Spec.MatchConditions) != 1 ||
+		policy.Spec.MatchConditions[0].Expression != wantUser {
+		t.Errorf("%s: matchConditions %+v, want one: %s (the ServiceAccount is %q)", path,
+			policy.Spec.MatchConditions, wantUser, sa.Metadata.Name)
+	}
+	crd := "request.name == '" + samplecontroller.FooCRDName + "'"
+	if len(policy.Spec.Validations) == 0 || !strings.Contains(policy.Spec.Validations[0].Expression, crd) {
+		t.Errorf("%s: the first validation does not say %s: %+v", path, crd, policy.Spec.Validations)
+	}
+	want := admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{
+			admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"apiextensions.k8s.io"}, APIVersions: []string{"v1"},
+			Resources: []string{"customresourcedefinitions", "customresourcedefinitions/status"}},
+	}
+	if c := policy.Spec.MatchConstraints; c == nil || len(c.ResourceRules) != 1 ||
+		!slices.Equal(c.ResourceRules[0].Operations, want.Operations) ||
+		!slices.Equal(c.ResourceRules[0].APIGroups, want.APIGroups) ||
+		!slices.Equal(c.ResourceRules[0].APIVersions, want.APIVersions) ||
+		!slices.Equal(c.ResourceRules[0].Resources, want.Resources) || len(c.ResourceRules[0].ResourceNames) > 0 {
+		t.Errorf("%s: matchConstraints %+v, want every CRD write: %+v", path, c, want)
+	}
+	if f := policy.Spec.FailurePolicy; f == nil || *f != admissionregistrationv1.Fail {
+		t.Errorf("%s: failurePolicy %v, want Fail", path, f)
+	}
+
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	decode(t, "crd-policybinding.yaml", &binding)
+	if s := binding.Spec; s.PolicyName != policy.Name || s.ParamRef != nil || s.MatchResources != nil ||
+		!slices.Equal(s.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("%s/crd-policybinding.yaml: %+v, want policy %s, validationActions [Deny], nothing narrower",
+			deployDir, s, policy.Name)
+	}
+}
+
+// The own-namespace policy confines the same user, in the namespace of
+// namespace.yaml, selected by a label the Namespace carries (an overlay's
+// namespace: renames the Namespace and keeps its labels).
+func TestOwnNamespacePolicyNamesTheControllersAccountAndNamespace(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	decode(t, "namespace-policy.yaml", &policy)
+	path := deployDir + "/namespace-policy.yaml"
+	name := samplecontroller.ControllerName
+	want := []string{
+		"request.userInfo.username.startsWith('system:serviceaccount:') && " +
+			"request.userInfo.username.endsWith(':" + name + "')",
+		"request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':" + name + "'",
+	}
+	got := make([]string, 0, len(policy.Spec.MatchConditions))
+	for _, c := range policy.Spec.MatchConditions {
+		got = append(got, c.Expression)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: matchConditions %q, want %q", path, got, want)
+	}
+	if f := policy.Spec.FailurePolicy; f == nil || *f != admissionregistrationv1.Fail {
+		t.Errorf("%s: failurePolicy %v, want Fail", path, f)
+	}
+
+	var ns corev1.Namespace
+	decode(t, "namespace.yaml", &ns)
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	decode(t, "namespace-policybinding.yaml", &binding)
+	s := binding.Spec
+	if s.PolicyName != policy.Name || s.ParamRef != nil ||
+		!slices.Equal(s.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("%s/namespace-policybinding.yaml: %+v, want policy %s, validationActions [Deny]", deployDir, s, policy.Name)
+	}
+	if s.MatchResources == nil || s.MatchResources.NamespaceSelector == nil ||
+		len(s.MatchResources.NamespaceSelector.MatchLabels) == 0 || len(s.MatchResources.NamespaceSelector.MatchExpressions) > 0 {
+		t.Fatalf("%s/namespace-policybinding.yaml: matchResources %+v, want a namespaceSelector of labels", deployDir, s.MatchResources)
+	}
+	for k, v := range s.MatchResources.NamespaceSelector.MatchLabels {
+		if ns.Labels[k] != v {
+			t.Errorf("%s/namespace-policybinding.yaml selects namespaces labelled %s=%s; Namespace %s has %s=%q",
+				deployDir, k, v, ns.Name, k, ns.Labels[k])
+		}
 	}
 }

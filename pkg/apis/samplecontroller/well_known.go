@@ -29,6 +29,17 @@ const ControllerName = "sample-controller"
 // FooCRDName is the CustomResourceDefinition that serves the Foo API.
 const FooCRDName = FooResource + "." + GroupName
 
+// CRDWritePolicyName names the ValidatingAdmissionPolicy of artifacts/deploy,
+// and its binding, that let the controller's ServiceAccount change nothing of
+// FooCRDName but the conversion webhook's caBundle. The API server's refusals
+// name it.
+const CRDWritePolicyName = ControllerName + "-crd-writes"
+
+// OwnNamespacePolicyName names the ValidatingAdmissionPolicy of
+// artifacts/deploy, and its binding, that let the controller's ServiceAccount
+// write nothing in its own namespace but its Lease, its CA Secret and Events.
+const OwnNamespacePolicyName = ControllerName + "-own-namespace"
+
 // The conversion webhook's names. The CRD reaches every replica's webhook
 // through WebhookServiceName in the controller's namespace; the CA the
 // replicas sign their serving certificates with, and that the CRD's caBundle
