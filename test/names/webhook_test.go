@@ -96,6 +96,10 @@ func TestWebhookRoleNamesTheCASecret(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{o.Webhook.CASecretName},
 			Verbs: []string{"get", "list", "watch", "update"}},
+		// The metrics CA bundle the replicas publish (main.go's startMetricsCA).
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{samplecontroller.MetricsCAConfigMapName},
+			Verbs: []string{"get", "list", "watch", "update"}},
 	}
 	if !slices.EqualFunc(role.Rules, want, func(a, b rbacv1.PolicyRule) bool {
 		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&
