@@ -161,7 +161,8 @@ func run(ctx context.Context, o *options.Options) error {
 			Check: func(*http.Request) error { return certs.Ready() }})
 	}
 	var signedMetricsCert func() *tls.Certificate
-	if certs != nil && o.Metrics.BindAddress != "0" && o.Metrics.Secure && o.Metrics.CertFile == "" && o.Metrics.KeyFile == "" {
+	noCertFiles := o.Metrics.CertFile == "" && o.Metrics.KeyFile == ""
+	if certs != nil && o.Metrics.BindAddress != "0" && o.Metrics.Secure && noCertFiles {
 		// The metrics server's certificate signed by the webhook's CA, for
 		// scrapers that verify it with the bundle published beside it.
 		// Without the webhook there is no CA: the self-signed one stays.

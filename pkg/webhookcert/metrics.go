@@ -161,7 +161,8 @@ func (p *MetricsCA) runWorker(ctx context.Context) {
 		}
 		next, err := p.sync(ctx)
 		if err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Publishing the CA bundle or signing the metrics certificate failed; retrying")
+			utilruntime.HandleErrorWithContext(ctx, err,
+				"Publishing the CA bundle or signing the metrics certificate failed; retrying")
 			p.queue.AddRateLimited(key)
 		} else {
 			p.queue.Forget(key)
