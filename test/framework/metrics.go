@@ -80,9 +80,9 @@ func Sum(samples []Sample, name string, match func(labels map[string]string) boo
 }
 
 // scrapeClient fetches /metrics. It does not verify the server's
-// certificate: it scrapes every controller of a test, some without the
-// webhook and so with a self-signed certificate, the others with one for a
-// Service name that a 127.0.0.1 address is not. Verification is tested on
+// certificate: it scrapes every controller of the suite, some without the
+// webhook and so with a self-signed certificate, the others signed by the CA
+// of whichever webhook namespace the test gives. Verification is tested on
 // its own (verifiedMetricsCA in test/e2e, and the real Prometheus of
 // TestMonitoringOnRealPrometheus).
 var scrapeClient = &http.Client{
