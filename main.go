@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -159,7 +160,15 @@ func run(ctx context.Context, o *options.Options) error {
 		readiness = append(readiness, serving.Check{Name: "webhook-certificate",
 			Check: func(*http.Request) error { return certs.Ready() }})
 	}
-	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg); err != nil {
+	var signedMetricsCert func() *tls.Certificate
+	noCertFiles := o.Metrics.CertFile == "" && o.Metrics.KeyFile == ""
+	if certs != nil && o.Metrics.BindAddress != "0" && o.Metrics.Secure && noCertFiles {
+		// The metrics server's certificate signed by the webhook's CA, for
+		// scrapers that verify it with the bundle published beside it.
+		// Without the webhook there is no CA: the self-signed one stays.
+		signedMetricsCert = startMetricsCA(ctx, certs, o.Webhook.Namespace)
+	}
+	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, signedMetricsCert); err != nil {
 		return err
 	}
 	if err := serving.ServeProbes(ctx, o.ProbeAddr, liveness, readiness); err != nil {
@@ -221,4 +230,27 @@ func startWebhook(
 		return nil, err
 	}
 	return certs, nil
+}
+
+// startMetricsCA publishes the webhook's CA bundle in the ConfigMap
+// samplecontroller.MetricsCAConfigMapName of namespace, and keeps a metrics
+// serving certificate signed by that CA for the metrics Service's names
+// (pkg/webhookcert's MetricsCA), until ctx ends. It returns the certificate's
+// getter: nil until the first is signed.
+func startMetricsCA(ctx context.Context, certs *webhookcert.Manager, namespace string) func() *tls.Certificate {
+	service := samplecontroller.MetricsServiceName + "." + namespace + ".svc"
+	metricsCA := certs.NewMetricsCA(webhookcert.MetricsOptions{
+		ConfigMapName: samplecontroller.MetricsCAConfigMapName,
+		Key:           samplecontroller.MetricsCAKey,
+		// The Service's name, which a scraper verifies (server_name), and
+		// loopback, for a port-forward or a local run.
+		DNSNames: []string{service, service + ".cluster.local", "localhost"},
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	})
+	go func() {
+		if err := metricsCA.Run(ctx); err != nil {
+			klog.FromContext(ctx).Error(err, "The metrics certificate's manager stopped")
+		}
+	}()
+	return metricsCA.Certificate
 }

@@ -97,7 +97,8 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"Also serve Go's pprof profiles under /debug/pprof/ on the metrics server, guarded like /metrics.")
 	fs.StringVar(&m.CertFile, "tls-cert-file", "",
 		"PEM certificate of the HTTPS metrics server, reloaded when the file changes. "+
-			"Default: a self-signed certificate generated at start.")
+			"Default: one signed by the webhook's CA for the metrics Service, whose bundle the replicas publish in "+
+			"ConfigMap "+samplecontroller.MetricsCAConfigMapName+"; self-signed until then, and without the webhook.")
 	fs.StringVar(&m.KeyFile, "tls-private-key-file", "", "PEM private key matching -tls-cert-file.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081",
 		"Address to serve the /healthz and /readyz probes on. 0 disables it.")

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // The metrics server delegates every decision to the API server, as
@@ -86,7 +88,8 @@ func metricsAuthClientConfig(kubeCfg *rest.Config, limiter *reviewLimiter) *rest
 func newMetricsAuth(client kubernetes.Interface) (authenticator.Request, authorizer.Authorizer, error) {
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		// No Anonymous: a request without a valid token is refused, never
-		// treated as system:anonymous.
+		// treated as system:anonymous. No APIAudiences: see
+		// withDelegatedAuth.
 		TokenAccessReviewClient:  client.AuthenticationV1(),
 		TokenAccessReviewTimeout: metricsAuthTimeout,
 		WebhookRetryBackoff:      metricsAuthRetryBackoff(),
@@ -107,17 +110,42 @@ func newMetricsAuth(client kubernetes.Interface) (authenticator.Request, authori
 	return authn, authz, nil
 }
 
+// metricsAudiences are the audiences a scraper's token must be issued for:
+// the controller's own, samplecontroller.MetricsAudience, alone. A token for
+// the API server (a pod's default token, a plain "kubectl create token") is
+// refused, so a token a scraper holds for /metrics cannot be replayed
+// against the API server, and a token stolen for the API server, nor one a
+// rogue endpoint behind the Service collects, does not open /metrics.
+var metricsAudiences = authenticator.Audiences{samplecontroller.MetricsAudience}
+
 // withDelegatedAuth answers 401 to a request whose bearer token the API
-// server does not vouch for (or that has none), 403 to one whose user may
-// not use the method on the path, and passes the others to next. The
-// request is a non-resource request: GET /metrics is checked as verb get on
-// the non-resource URL /metrics, as the API server would check it.
-func withDelegatedAuth(authn authenticator.Request, authz authorizer.Authorizer, next http.Handler) http.Handler {
+// server does not vouch for (or that has none) or vouches for but not for
+// audiences, 403 to one whose user may not use the method on the path, and
+// passes the others to next. The request is a non-resource request: GET
+// /metrics is checked as verb get on the non-resource URL /metrics, as the
+// API server would check it.
+//
+// The audiences go in the request's context, as kube-apiserver's own
+// authentication filter puts its --api-audiences there: the delegating
+// token authenticator then sends them as the TokenReview's spec.audiences,
+// and accepts the token only if the review's status.audiences intersect
+// them. The authenticator is built with no implicit audiences
+// (DelegatingAuthenticatorConfig.APIAudiences), so a review that answers
+// without status.audiences, from an authenticator that ignores audiences,
+// does not count as one for the metrics audience. The intersection is
+// checked once more here, on the answer.
+func withDelegatedAuth(
+	authn authenticator.Request, authz authorizer.Authorizer, audiences authenticator.Audiences, next http.Handler,
+) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logger := klog.FromContext(r.Context())
+		r = r.WithContext(authenticator.WithAudiences(r.Context(), audiences))
 		resp, ok, err := authn.AuthenticateRequest(r)
 		if writeReviewRefused(w, err) {
 			return
+		}
+		if err == nil && ok && len(audiences.Intersect(resp.Audiences)) == 0 {
+			ok, err = false, fmt.Errorf("token audiences %q are not %q", resp.Audiences, audiences)
 		}
 		if err != nil || !ok {
 			// A missing token is the normal case of an unconfigured scraper;

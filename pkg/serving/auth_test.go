@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,8 @@ import (
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 const (
@@ -44,7 +47,23 @@ const (
 	profilerUser  = "system:serviceaccount:default:profiler"
 	otherToken    = "token-of-someone-else"
 	otherUser     = "system:serviceaccount:default:someone-else"
+	// readerAPIToken is readerUser's token for the API server alone, as a
+	// pod's default token or a plain "kubectl create token".
+	readerAPIToken = "token-of-prometheus-for-the-api-server"
+	// agnosticToken is one the API server authenticates without saying for
+	// which audiences (status.audiences empty), as an authenticator that
+	// ignores audiences would answer.
+	agnosticToken = "token-without-audiences"
+	// apiServerAudience is the API server's own audience (its
+	// --api-audiences), what a TokenReview without spec.audiences asks for.
+	apiServerAudience = "https://kubernetes.default.svc"
 )
+
+// tokenAudience is whom each token was issued for.
+var tokenAudience = map[string]string{
+	readerToken: samplecontroller.MetricsAudience, profilerToken: samplecontroller.MetricsAudience,
+	otherToken: samplecontroller.MetricsAudience, readerAPIToken: apiServerAudience,
+}
 
 // nonResourceGrants is what RBAC grants each user: verb get on these
 // non-resource URLs. readerUser has the metrics-reader ClusterRole;
@@ -63,20 +82,38 @@ func nonResourceURLMatches(rule, path string) bool {
 }
 
 // reviewingClientset is a fake clientset whose reactors play the API
-// server's part: TokenReviews know three tokens, SubjectAccessReviews allow
-// get on the non-resource URLs of nonResourceGrants, as RBAC would, and
-// nothing else.
+// server's part: TokenReviews know five tokens and, as kube-apiserver does,
+// authenticate one only for the audiences asked for (spec.audiences, or its
+// own when none are) that it was issued for, and say which in
+// status.audiences (agnosticToken excepted); SubjectAccessReviews allow get
+// on the non-resource URLs of nonResourceGrants, as RBAC would, and nothing
+// else.
 func reviewingClientset() *fake.Clientset {
-	users := map[string]string{readerToken: readerUser, profilerToken: profilerUser, otherToken: otherUser}
+	users := map[string]string{readerToken: readerUser, profilerToken: profilerUser, otherToken: otherUser,
+		readerAPIToken: readerUser, agnosticToken: readerUser}
 	client := fake.NewClientset()
 	client.PrependReactor("create", "tokenreviews", func(action core.Action) (bool, runtime.Object, error) {
 		review := action.(core.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-		if user, ok := users[review.Spec.Token]; ok {
-			review.Status = authenticationv1.TokenReviewStatus{
-				Authenticated: true,
-				User:          authenticationv1.UserInfo{Username: user, Groups: []string{"system:serviceaccounts"}},
-			}
+		user, ok := users[review.Spec.Token]
+		if !ok {
+			return true, review, nil
 		}
+		status := authenticationv1.TokenReviewStatus{
+			Authenticated: true,
+			User:          authenticationv1.UserInfo{Username: user, Groups: []string{"system:serviceaccounts"}},
+		}
+		if review.Spec.Token != agnosticToken {
+			asked := review.Spec.Audiences
+			if len(asked) == 0 {
+				asked = []string{apiServerAudience}
+			}
+			if !slices.Contains(asked, tokenAudience[review.Spec.Token]) {
+				review.Status.Error = "token audiences are invalid for the target audiences"
+				return true, review, nil
+			}
+			status.Audiences = []string{tokenAudience[review.Spec.Token]}
+		}
+		review.Status = status
 		return true, review, nil
 	})
 	client.PrependReactor("create", "subjectaccessreviews", func(action core.Action) (bool, runtime.Object, error) {
@@ -149,7 +186,7 @@ func guardedServerOf(t *testing.T, handler http.Handler) (*httptest.Server, *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(withDelegatedAuth(authn, authz, handler))
+	srv := httptest.NewServer(withDelegatedAuth(authn, authz, metricsAudiences, handler))
 	t.Cleanup(srv.Close)
 	return srv, fakeClient
 }
@@ -207,6 +244,10 @@ func reviewsSent(t *testing.T, client *fake.Clientset) []review {
 		}
 		switch obj := create.GetObject().(type) {
 		case *authenticationv1.TokenReview:
+			// Every review asks for the metrics audience alone.
+			if want := []string{samplecontroller.MetricsAudience}; !slices.Equal(obj.Spec.Audiences, want) {
+				t.Errorf("TokenReview of %q asks for audiences %q, want %q", obj.Spec.Token, obj.Spec.Audiences, want)
+			}
 			out = append(out, review{resource: "tokenreviews", token: obj.Spec.Token})
 		case *authorizationv1.SubjectAccessReview:
 			r := review{resource: "subjectaccessreviews", user: obj.Spec.User, groups: obj.Spec.Groups}
@@ -243,6 +284,18 @@ func TestMetricsAuthStatusAndReviews(t *testing.T) {
 			token:       "not-a-token",
 			wantCode:    http.StatusUnauthorized,
 			wantReviews: []review{{resource: "tokenreviews", token: "not-a-token"}},
+		},
+		{
+			name:        "token of a metrics reader for the API server's audience alone is 401",
+			token:       readerAPIToken,
+			wantCode:    http.StatusUnauthorized,
+			wantReviews: []review{{resource: "tokenreviews", token: readerAPIToken}},
+		},
+		{
+			name:        "token authenticated without audiences is 401",
+			token:       agnosticToken,
+			wantCode:    http.StatusUnauthorized,
+			wantReviews: []review{{resource: "tokenreviews", token: agnosticToken}},
 		},
 		{
 			name:     "user without get on /metrics is 403",

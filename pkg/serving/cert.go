@@ -32,10 +32,13 @@ import (
 
 // servingTLSConfig is the TLS configuration of the metrics server. Its
 // certificate comes from certFile and keyFile, reloaded whenever they change
-// (a cert-manager renewal needs no restart), or, when neither is given, is a
-// self-signed one generated in memory at start, as kube-controller-manager
-// does.
-func servingTLSConfig(ctx context.Context, certFile, keyFile string) (*tls.Config, error) {
+// (a cert-manager renewal needs no restart), or, when neither is given, from
+// signed (the controller's CA's, pkg/webhookcert's MetricsCA) as soon as it
+// returns one, and until then, or when signed is nil, is a self-signed one
+// generated in memory at start, as kube-controller-manager does.
+func servingTLSConfig(
+	ctx context.Context, certFile, keyFile string, signed func() *tls.Certificate,
+) (*tls.Config, error) {
 	var getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	switch {
 	case certFile == "" && keyFile == "":
@@ -43,7 +46,14 @@ func servingTLSConfig(ctx context.Context, certFile, keyFile string) (*tls.Confi
 		if err != nil {
 			return nil, err
 		}
-		getCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c, nil }
+		getCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if signed != nil {
+				if s := signed(); s != nil {
+					return s, nil
+				}
+			}
+			return c, nil
+		}
 	case certFile == "" || keyFile == "":
 		return nil, errors.New("-tls-cert-file and -tls-private-key-file must be given together")
 	default:
@@ -64,9 +74,10 @@ func servingTLSConfig(ctx context.Context, certFile, keyFile string) (*tls.Confi
 
 // selfSignedCertificate generates a certificate for the host name (the pod's
 // name in a cluster), localhost and the loopback addresses, signed by a CA
-// generated with it and thrown away. Nobody can verify it: scrapers skip
-// verification (Prometheus' insecure_skip_verify) and still get an
-// encrypted connection, or are given a real certificate with -tls-cert-file.
+// generated with it and thrown away. Nobody can verify it: it is served
+// until the controller's CA has signed one, or for good when the webhook,
+// and with it the CA, is off (-webhook-bind-address=0); give such a
+// controller a real certificate with -tls-cert-file.
 func selfSignedCertificate() (*tls.Certificate, error) {
 	host, err := os.Hostname()
 	if err != nil {

@@ -56,7 +56,7 @@ func servedCertificate(t *testing.T, tlsConfig *tls.Config) func() *x509.Certifi
 }
 
 func TestSelfSignedCertificateByDefault(t *testing.T) {
-	tlsConfig, err := servingTLSConfig(context.Background(), "", "")
+	tlsConfig, err := servingTLSConfig(context.Background(), "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSelfSignedCertificateByDefault(t *testing.T) {
 
 func TestCertificateFilesGoTogether(t *testing.T) {
 	for _, files := range [][2]string{{"tls.crt", ""}, {"", "tls.key"}} {
-		if _, err := servingTLSConfig(context.Background(), files[0], files[1]); err == nil {
+		if _, err := servingTLSConfig(context.Background(), files[0], files[1], nil); err == nil {
 			t.Errorf("-tls-cert-file=%q -tls-private-key-file=%q accepted", files[0], files[1])
 		}
 	}
@@ -103,7 +103,7 @@ func TestCertificateFilesReloaded(t *testing.T) {
 	writeCertificate(t, certFile, keyFile, "first.example")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tlsConfig, err := servingTLSConfig(ctx, certFile, keyFile)
+	tlsConfig, err := servingTLSConfig(ctx, certFile, keyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

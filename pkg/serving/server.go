@@ -206,9 +206,11 @@ func serverDisabled(addr string) bool {
 // ctx ends: when Secure, over HTTPS to the callers the API server
 // authenticates and authorizes (see auth.go), else over plain HTTP to anyone.
 // The reviews are sent with the controller's own credentials, built from
-// kubeCfg. It returns once listening, so that a port in use is an error at
-// start.
-func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) error {
+// kubeCfg. signed, when not nil, returns the certificate the controller's CA
+// signed for the metrics Service (nil until there is one), served instead
+// of the self-signed one when CertFile and KeyFile are empty. It returns once
+// listening, so that a port in use is an error at start.
+func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config, signed func() *tls.Certificate) error {
 	logger := klog.FromContext(ctx)
 	if serverDisabled(o.BindAddress) {
 		if o.Profiling {
@@ -225,7 +227,7 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 		logger.Info("Metrics are served over plain HTTP to anyone, without authentication")
 		return serve(ctx, "metrics", o.BindAddress, metricsHandler(o.Profiling), metricsLimits)
 	}
-	tlsConfig, err := servingTLSConfig(ctx, o.CertFile, o.KeyFile)
+	tlsConfig, err := servingTLSConfig(ctx, o.CertFile, o.KeyFile, signed)
 	if err != nil {
 		return fmt.Errorf("metrics server: %w", err)
 	}
@@ -238,6 +240,6 @@ func ServeMetrics(ctx context.Context, o MetricsOptions, kubeCfg *rest.Config) e
 	if err != nil {
 		return err
 	}
-	handler := withDelegatedAuth(authn, authz, metricsHandler(o.Profiling))
+	handler := withDelegatedAuth(authn, authz, metricsAudiences, metricsHandler(o.Profiling))
 	return serveWithTLS(ctx, "metrics", o.BindAddress, handler, tlsConfig, metricsLimits)
 }

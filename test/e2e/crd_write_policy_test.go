@@ -383,7 +383,7 @@ func bindWiderCRDRole(t *testing.T) {
 // ownNamespaceRefusal is enough of the own-namespace policy's message
 // (artifacts/deploy/namespace-policy.yaml) to tell it.
 const ownNamespaceRefusal = "in its own namespace the " + samplecontroller.ControllerName +
-	" writes its Lease, its CA Secret and Events alone"
+	" writes its Lease, its CA Secret and ConfigMap, and Events alone"
 
 // The deployed ServiceAccount can no longer create, change or delete a
 // Deployment in its own namespace, the controller's own among them, with

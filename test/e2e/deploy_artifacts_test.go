@@ -72,6 +72,7 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"role.rbac.authorization.k8s.io/" + samplecontroller.ControllerName + "-webhook",
 		"rolebinding.rbac.authorization.k8s.io/" + samplecontroller.ControllerName + "-webhook",
 		"service/" + samplecontroller.WebhookServiceName,
+		"networkpolicy.networking.k8s.io/" + deployName,
 	} {
 		if !strings.Contains(out, object+" ") {
 			t.Errorf("kubectl apply of %s does not report %s; output:\n%s", deployKustomization, object, out)
@@ -150,6 +151,27 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		}
 		return true, nil
 	})
+
+	// The API server accepted the NetworkPolicy (its validation: named
+	// ports, selectors) and, as stored, it selects exactly the controller's
+	// pods. Whether traffic is then dropped is the network plugin's to do:
+	// this cluster runs none, so nothing here shows that.
+	np, err := kube.NetworkingV1().NetworkPolicies(deployNamespace).Get(ctx, deployName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	npSelector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected, err := kube.CoreV1().Pods(deployNamespace).List(ctx, metav1.ListOptions{LabelSelector: npSelector.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(selected.Items) != 2 || len(np.Spec.Ingress) != 2 {
+		t.Errorf("NetworkPolicy %s/%s selects %d pods with %s and has %d ingress rules, want the 2 controller pods and 2 rules",
+			deployNamespace, deployName, len(selected.Items), npSelector, len(np.Spec.Ingress))
+	}
 
 	// Applying again changes nothing (docs/deploying.md). The API server
 	// writes each admission policy's status once, after it is created.

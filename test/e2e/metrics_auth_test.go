@@ -21,11 +21,17 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -65,7 +71,7 @@ func TestMetricsAuthDefaultServesOnlyAuthorizedCallers(t *testing.T) {
 		expectStatus(t, "not-a-token", http.StatusUnauthorized)
 	})
 	t.Run("serviceaccount_without_metrics_reader_is_403", func(t *testing.T) {
-		token, err := cluster.ServiceAccountToken(ctx, ns, "not-a-metrics-reader")
+		token, err := cluster.ServiceAccountToken(ctx, ns, "not-a-metrics-reader", samplecontroller.MetricsAudience)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +87,7 @@ func TestMetricsAuthDefaultServesOnlyAuthorizedCallers(t *testing.T) {
 		t.Cleanup(func() {
 			_ = cluster.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
 		})
-		token, err := cluster.ServiceAccountToken(ctx, ns, sa)
+		token, err := cluster.ServiceAccountToken(ctx, ns, sa, samplecontroller.MetricsAudience)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +106,68 @@ func TestMetricsAuthDefaultServesOnlyAuthorizedCallers(t *testing.T) {
 			t.Errorf("delegated reviews answered 201: %v TokenReviews, %v SubjectAccessReviews; want at least 1 each", authn, authz)
 		}
 		t.Logf("reviews sent so far: %v TokenReviews, %v SubjectAccessReviews", authn, authz)
+	})
+	t.Run("metrics_reader_token_for_the_api_server_alone_is_401_for_the_metrics_audience_200", func(t *testing.T) {
+		// A metrics reader's token as "kubectl create token" issues it, for
+		// the API server's audience, is refused; the same ServiceAccount's
+		// token for the metrics audience is served. The TokenReviews the
+		// controller sends are repeated here to show what the API server
+		// answers: not authenticated for the metrics audience, and
+		// status.audiences naming it when it is.
+		const sa = "audience-check"
+		binding := "e2e-" + ns + "-" + sa
+		if err := cluster.BindMetricsReader(ctx, binding, ns, sa); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
+		})
+		// Creates the ServiceAccount; the tokens used are kubectl's.
+		if _, err := cluster.ServiceAccountToken(ctx, ns, sa); err != nil {
+			t.Fatal(err)
+		}
+		apiToken := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa))
+		metricsToken := strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", sa, "--audience="+samplecontroller.MetricsAudience))
+
+		review := func(token string) authenticationv1.TokenReviewStatus {
+			t.Helper()
+			r, err := cluster.Kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+				Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{samplecontroller.MetricsAudience}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status
+		}
+		if got := review(apiToken); got.Authenticated || len(got.Audiences) != 0 {
+			t.Errorf("TokenReview of the API server's token for %q: authenticated %v, audiences %q; want false, none",
+				samplecontroller.MetricsAudience, got.Authenticated, got.Audiences)
+		}
+		wantUser := "system:serviceaccount:" + ns + ":" + sa
+		if got := review(metricsToken); !got.Authenticated || got.User.Username != wantUser ||
+			!slices.Equal(got.Audiences, []string{samplecontroller.MetricsAudience}) {
+			t.Errorf("TokenReview of the metrics token: authenticated %v as %q, audiences %q; want true, %q, [%q]",
+				got.Authenticated, got.User.Username, got.Audiences, wantUser, samplecontroller.MetricsAudience)
+		}
+
+		expectStatus(t, apiToken, http.StatusUnauthorized)
+		body := expectStatus(t, metricsToken, http.StatusOK)
+		if !strings.Contains(body, "samplecontroller_reconcile_total") {
+			t.Errorf("200 without the controller's series: %q", framework.Trim(body, 300))
+		}
+		// And the other way round: the metrics token is no good to the
+		// API server, which a scraper's stolen token would otherwise be.
+		asScraper, err := kubernetes.NewForConfig(&rest.Config{
+			Host: cluster.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cluster.Config.CAData, CAFile: cluster.Config.CAFile},
+			BearerToken: metricsToken,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = asScraper.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			t.Errorf("the API server with the metrics token: %v, want 401 Unauthorized", err)
+		}
 	})
 	t.Run("plain_http_on_the_metrics_port_gets_no_metrics", func(t *testing.T) {
 		// Go's TLS server answers a plain HTTP request with 400 and closes

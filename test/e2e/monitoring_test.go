@@ -81,9 +81,14 @@ var allowedLintProblems = map[string]string{
 //     controller's pod (namespace, Service, port name, pod), so the shipped
 //     relabel_configs run unchanged on it: keep the Service's metrics port,
 //     set namespace, pod and service;
-//   - credentials_file becomes tokenFile: the metrics scraper's token
-//     instead of a pod's mounted ServiceAccount token.
-func monitoringScrapeConfig(t *testing.T, addr, namespace, tokenFile, ruleFile string) string {
+//   - credentials_file becomes tokenFile: the metrics scraper's token (for
+//     the metrics audience) instead of a projected token mounted in a pod;
+//   - ca_file becomes caFile: the controller's ConfigMap's CA bundle
+//     instead of that ConfigMap mounted in a pod. server_name stays as
+//     shipped, and verification on: the test's controller keeps its CA in
+//     the namespace of artifacts/deploy, so its certificate is for the
+//     shipped Service's name.
+func monitoringScrapeConfig(t *testing.T, addr, namespace, tokenFile, caFile, ruleFile string) string {
 	t.Helper()
 	job, err := monitoring.ScrapeJob(cluster.Root)
 	if err != nil {
@@ -107,6 +112,14 @@ func monitoringScrapeConfig(t *testing.T, addr, namespace, tokenFile, ruleFile s
 		t.Fatalf("%s: the job has no authorization.credentials_file to replace", monitoring.ScrapeConfigFile)
 	}
 	auth["credentials_file"] = tokenFile
+	tlsConfig, ok := job["tls_config"].(map[string]any)
+	if !ok || tlsConfig["ca_file"] == nil || tlsConfig["server_name"] == nil {
+		t.Fatalf("%s: the job has no tls_config with ca_file and server_name: %v", monitoring.ScrapeConfigFile, job["tls_config"])
+	}
+	if skip, set := tlsConfig["insecure_skip_verify"]; set {
+		t.Fatalf("%s: tls_config sets insecure_skip_verify: %v; the scrape must verify", monitoring.ScrapeConfigFile, skip)
+	}
+	tlsConfig["ca_file"] = caFile
 	config := map[string]any{
 		"global": map[string]string{
 			"scrape_interval":     monitoringInterval.String(),
@@ -124,10 +137,14 @@ func monitoringScrapeConfig(t *testing.T, addr, namespace, tokenFile, ruleFile s
 
 // startMonitoredController runs a leader-electing controller confined to ns
 // with its HTTPS metrics on port.
+// Its webhook CA, and so the metrics CA bundle, is kept in the namespace of
+// artifacts/deploy, so that its metrics certificate is for the shipped
+// Service's name (sample-controller-metrics.sample-controller.svc).
 func startMonitoredController(t *testing.T, name, ns string, port int) *framework.Controller {
 	t.Helper()
+	ensureNamespace(t, deployNamespace)
 	c := startController(t, name, controllerArgs(ns,
-		"-leader-elect=true", "-leader-elect-namespace="+ns,
+		"-leader-elect=true", "-leader-elect-namespace="+ns, "-webhook-namespace="+deployNamespace,
 		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", port))...)
 	waitControllerReady(t, c)
 	eventually(t, convergeTimeout, c.Name+" leading", func(ctx context.Context) (bool, error) {
@@ -266,12 +283,15 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 	}
 	ruleFile := filepath.Join(dir, "rules.yaml")
 	tokenFile := filepath.Join(dir, "token")
-	for file, data := range map[string][]byte{ruleFile: rules, tokenFile: []byte(c.ScrapeToken())} {
+	// The CA bundle as a scraper's pod would mount it from the ConfigMap.
+	caFile := filepath.Join(dir, samplecontroller.MetricsCAKey)
+	bundle := verifiedMetricsCA(t, c.MetricsURL(), deployNamespace)
+	for file, data := range map[string][]byte{ruleFile: rules, tokenFile: []byte(c.ScrapeToken()), caFile: bundle} {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	config := monitoringScrapeConfig(t, addr, ns, tokenFile, ruleFile)
+	config := monitoringScrapeConfig(t, addr, ns, tokenFile, caFile, ruleFile)
 	prom, err := framework.StartPrometheus(promBin, dir, filepath.Join(logDir, strings.ReplaceAll(t.Name(), "/", "_")+"-prometheus.log"), config)
 	if err != nil {
 		t.Fatal(err)

@@ -102,6 +102,9 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 		}
 		return true, nil
 	})
+	// The metrics CA bundle is published with the token too (the webhook
+	// Role's ConfigMap rules), and verifies the metrics certificate.
+	verifiedMetricsCA(t, c.MetricsURL(), deployNamespace)
 	samples := scrape(t, c)
 	if got, ok := leaderGauge(samples, deployName); !ok || got != 1 {
 		t.Errorf("leader_election_master_status{name=%q} = %v (present %v), want 1", deployName, got, ok)

@@ -80,8 +80,11 @@ func Sum(samples []Sample, name string, match func(labels map[string]string) boo
 }
 
 // scrapeClient fetches /metrics. It does not verify the server's
-// certificate: the controller serves a self-signed one, generated in memory,
-// that nobody can verify. The bearer token is what protects the endpoint.
+// certificate: it scrapes every controller of the suite, some without the
+// webhook and so with a self-signed certificate, the others signed by the CA
+// of whichever webhook namespace the test gives. Verification is tested on
+// its own (verifiedMetricsCA in test/e2e, and the real Prometheus of
+// TestMonitoringOnRealPrometheus).
 var scrapeClient = &http.Client{
 	Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed, see above

@@ -31,6 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/ptr"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
 
 // The controller serves /metrics only to callers the API server
@@ -42,7 +44,7 @@ const (
 	// on /metrics, relative to the repository root.
 	MetricsReaderClusterRoleFile = "artifacts/deploy/metrics-reader-clusterrole.yaml"
 	// MetricsReaderClusterRole is the name of that ClusterRole.
-	MetricsReaderClusterRole = "sample-controller-metrics-reader"
+	MetricsReaderClusterRole = samplecontroller.ControllerName + "-metrics-reader"
 	// ScraperNamespace and ScraperServiceAccount name the suite's scraper;
 	// its ClusterRoleBinding has the ServiceAccount's name.
 	ScraperNamespace      = "e2e-metrics-scraper"
@@ -81,7 +83,7 @@ func (c *Cluster) ensureMetricsScraper(ctx context.Context) (string, error) {
 	if err := c.BindMetricsReader(ctx, ScraperServiceAccount, ScraperNamespace, ScraperServiceAccount); err != nil {
 		return "", err
 	}
-	token, err := c.ServiceAccountToken(ctx, ScraperNamespace, ScraperServiceAccount)
+	token, err := c.ServiceAccountToken(ctx, ScraperNamespace, ScraperServiceAccount, samplecontroller.MetricsAudience)
 	if err != nil {
 		return "", err
 	}
@@ -145,8 +147,10 @@ func (c *Cluster) BindMetricsReader(ctx context.Context, name, ns, sa string) er
 
 // ServiceAccountToken creates the ServiceAccount ns/name if it does not
 // exist, and returns a token of it valid for a day (a TokenRequest, what
-// "kubectl create token" sends).
-func (c *Cluster) ServiceAccountToken(ctx context.Context, ns, name string) (string, error) {
+// "kubectl create token" sends), for audiences (none: the API server's, as
+// kubectl create token without --audience). The controller's /metrics takes
+// only a token for samplecontroller.MetricsAudience.
+func (c *Cluster) ServiceAccountToken(ctx context.Context, ns, name string, audiences ...string) (string, error) {
 	accounts := c.Kube.CoreV1().ServiceAccounts(ns)
 	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	_, err := accounts.Create(ctx, account, metav1.CreateOptions{})
@@ -154,7 +158,7 @@ func (c *Cluster) ServiceAccountToken(ctx context.Context, ns, name string) (str
 		return "", err
 	}
 	request, err := accounts.CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 60 * 60)},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 60 * 60), Audiences: audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token of ServiceAccount %s/%s: %w", ns, name, err)

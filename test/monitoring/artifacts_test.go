@@ -216,7 +216,9 @@ func TestScrapeConfigMatchesServiceMonitor(t *testing.T) {
 			CredentialsFile string `json:"credentials_file"`
 		} `json:"authorization"`
 		TLSConfig struct {
-			InsecureSkipVerify bool `json:"insecure_skip_verify"`
+			InsecureSkipVerify bool   `json:"insecure_skip_verify"`
+			CAFile             string `json:"ca_file"`
+			ServerName         string `json:"server_name"`
 		} `json:"tls_config"`
 		KubernetesSDConfigs []struct {
 			Role       string `json:"role"`
@@ -249,8 +251,24 @@ func TestScrapeConfigMatchesServiceMonitor(t *testing.T) {
 	if j.Authorization.Type != "Bearer" || j.Authorization.CredentialsFile != ep.BearerTokenFile {
 		t.Errorf("authorization %+v, want Bearer from %s as the ServiceMonitor", j.Authorization, ep.BearerTokenFile)
 	}
-	if j.TLSConfig.InsecureSkipVerify != (ep.TLSConfig != nil && ep.TLSConfig.InsecureSkipVerify != nil && *ep.TLSConfig.InsecureSkipVerify) {
-		t.Errorf("insecure_skip_verify %v differs from the ServiceMonitor's", j.TLSConfig.InsecureSkipVerify)
+	// Both verify the controller's certificate: the CA bundle it publishes,
+	// for the metrics Service's name in the Service's namespace.
+	wantServerName := samplecontroller.MetricsServiceName + "." + svc.Namespace + ".svc"
+	if j.TLSConfig.InsecureSkipVerify || j.TLSConfig.ServerName != wantServerName ||
+		j.TLSConfig.CAFile != "/etc/prometheus/"+samplecontroller.MetricsCAConfigMapName+"/"+samplecontroller.MetricsCAKey {
+		t.Errorf("tls_config %+v, want ca_file the ConfigMap %s's %s mounted under /etc/prometheus/%[2]s, server_name %[4]q, verified",
+			j.TLSConfig, samplecontroller.MetricsCAConfigMapName, samplecontroller.MetricsCAKey, wantServerName)
+	}
+	if tls := ep.TLSConfig; tls == nil || tls.InsecureSkipVerify != nil || tls.ServerName == nil ||
+		*tls.ServerName != wantServerName || tls.CA.ConfigMap == nil || tls.CA.Secret != nil ||
+		tls.CA.ConfigMap.Name != samplecontroller.MetricsCAConfigMapName || tls.CA.ConfigMap.Key != samplecontroller.MetricsCAKey {
+		t.Errorf("ServiceMonitor tlsConfig %+v, want ca from ConfigMap %s key %s, serverName %q, verified",
+			tls, samplecontroller.MetricsCAConfigMapName, samplecontroller.MetricsCAKey, wantServerName)
+	}
+	// The token is a projected one for the controller's audience, not the
+	// pod's default one, which the controller refuses.
+	if ep.BearerTokenFile == "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("bearerTokenFile %s is the pod's default token, for the API server's audience: the controller refuses it", ep.BearerTokenFile)
 	}
 	if len(j.KubernetesSDConfigs) != 1 || j.KubernetesSDConfigs[0].Role != "endpoints" ||
 		!slices.Equal(j.KubernetesSDConfigs[0].Namespaces.Names, []string{svc.Namespace}) {

@@ -73,10 +73,11 @@ func deployFiles() map[string]deployObject {
 		"flowschema.yaml":                  object("FlowSchema", name+"-leader-election"),
 		"deployment.yaml":                  object("Deployment", name),
 		"poddisruptionbudget.yaml":         object("PodDisruptionBudget", name),
-		"service.yaml":                     object("Service", name+"-metrics"),
+		"service.yaml":                     object("Service", samplecontroller.MetricsServiceName),
 		"webhook-role.yaml":                object("Role", name+"-webhook"),
 		"webhook-rolebinding.yaml":         object("RoleBinding", name+"-webhook"),
 		"webhook-service.yaml":             object("Service", samplecontroller.WebhookServiceName),
+		"networkpolicy.yaml":               object("NetworkPolicy", name),
 	}
 }
 

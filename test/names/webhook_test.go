@@ -97,6 +97,10 @@ func TestWebhookRoleNamesTheCASecret(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{o.Webhook.CASecretName},
 			Verbs: []string{"get", "list", "watch", "update"}},
+		// The metrics CA bundle the replicas publish (main.go's startMetricsCA).
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{samplecontroller.MetricsCAConfigMapName},
+			Verbs: []string{"get", "list", "watch", "update"}},
 	}
 	if !slices.EqualFunc(role.Rules, want, func(a, b rbacv1.PolicyRule) bool {
 		return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&
@@ -229,6 +233,36 @@ func TestOwnNamespacePolicyNamesTheControllersAccountAndNamespace(t *testing.T) 
 		if ns.Labels[k] != v {
 			t.Errorf("%s/namespace-policybinding.yaml selects namespaces labelled %s=%s; Namespace %s has %s=%q",
 				deployDir, k, v, ns.Name, k, ns.Labels[k])
+		}
+	}
+}
+
+// The own-namespace policy refuses every write of the ServiceAccount in its
+// namespace but those its namespaced Roles grant (and Events, which the
+// ClusterRole grants everywhere): a Role that comes to grant a write the
+// policy does not name would be refused at admission, the first time the
+// controller makes it.
+func TestOwnNamespacePolicyAdmitsWhatTheRolesGrant(t *testing.T) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	decode(t, "namespace-policy.yaml", &policy)
+	if len(policy.Spec.Validations) != 1 {
+		t.Fatalf("namespace-policy.yaml: %d validations, want 1", len(policy.Spec.Validations))
+	}
+	expr := policy.Spec.Validations[0].Expression
+	writes := map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
+	resources := []string{"events"}
+	for _, file := range []string{"leader-election-role.yaml", "webhook-role.yaml"} {
+		var role rbacv1.Role
+		decode(t, file, &role)
+		for _, rule := range role.Rules {
+			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return writes[v] }) {
+				resources = append(resources, rule.Resources...)
+			}
+		}
+	}
+	for _, r := range resources {
+		if !strings.Contains(expr, "'"+r+"'") {
+			t.Errorf("namespace-policy.yaml: the validation %q does not admit %s, which a namespaced Role lets the controller write", expr, r)
 		}
 	}
 }

@@ -49,6 +49,25 @@ const (
 	WebhookCASecretName = ControllerName + "-webhook-ca"
 )
 
+// The metrics server's names. Prometheus scrapes every replica behind
+// MetricsServiceName, over HTTPS with a certificate the controller's CA signs
+// for that Service's DNS names (when the webhook's CA is there; see
+// pkg/webhookcert's MetricsCA) and that a scraper verifies with the CA bundle
+// the replicas keep in the ConfigMap MetricsCAConfigMapName, key
+// MetricsCAKey, of the controller's namespace. Its bearer token must be issued
+// for MetricsAudience: a token for the API server alone is refused, so a
+// token stolen from a scraper's pod is good for /metrics and nothing else,
+// and the API server's own tokens are no good for /metrics. The shipped
+// NetworkPolicy lets scrapers in from the namespaces labelled
+// MetricsScraperNamespaceLabel="true".
+const (
+	MetricsServiceName           = ControllerName + "-metrics"
+	MetricsCAConfigMapName       = ControllerName + "-metrics-ca"
+	MetricsCAKey                 = "ca.crt"
+	MetricsAudience              = ControllerName + "-metrics"
+	MetricsScraperNamespaceLabel = GroupName + "/metrics-scraper"
+)
+
 // Labels on every Deployment the controller manages, and on its pods.
 const (
 	// LabelManagedBy, set to ControllerName, marks the Deployments the
