@@ -112,7 +112,7 @@ func (api *limitedReviews) guarded(t *testing.T, limiter *reviewLimiter) *httpte
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(withDelegatedAuth(authn, authz, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(withDelegatedAuth(authn, authz, metricsAudiences, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "samplecontroller_reconcile_total 1\n")
 	})))
 	t.Cleanup(srv.Close)
