@@ -97,6 +97,8 @@ var codeExceptions = map[string]string{
 	"markAsDeleting": "k8s.io/apiserver's registry, which the module does not import",
 	"serviceMonitorSelectorNilUsesHelmValues": "a value of the kube-prometheus-stack Helm chart",
 	"ruleSelectorNilUsesHelmValues":           "a value of the kube-prometheus-stack Helm chart",
+	"namePrefix":                              "a field of kustomize's Kustomization, which the module does not import",
+	"nameSuffix":                              "a field of kustomize's Kustomization, which the module does not import",
 }
 
 // topLevelDirs are the repository's top-level directories a path in the
