@@ -22,15 +22,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -39,8 +35,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
-	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
@@ -51,7 +45,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 	"github.com/kube-samples/sample-controller/pkg/signals"
-	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
 func main() {
@@ -106,9 +99,9 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// An informer per kind a Foo owns (desired.Owned), of only the objects this
+	// An informer per kind a Foo owns (desired.Kinds), of only the objects this
 	// controller manages, each cached as the few fields it reads (pkg/owned).
-	ownedInformers, err := desired.NewOwnedInformers(desired.Owned, kubeClient, o.Namespace, o.ResyncPeriod)
+	ownedInformers, err := desired.NewOwnedInformers(desired.Kinds, kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -131,34 +124,20 @@ func run(ctx context.Context, o *options.Options) error {
 	// a Foo etcd holds in another version, this controller's own list
 	// included. After NewController, which adds the Foo types to client-go's
 	// scheme: the webhook's own informers read that scheme as they start.
-	// Its writes (the CA Secret, the CRD's caBundle) are the same whichever
-	// replica makes them, so they go around the write fence.
-	var certs *webhookcert.Manager
-	synced := controller.HasSynced
-	if o.Webhook.BindAddress != "0" {
-		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
-			return err
-		}
-		// Ready while the Foo list may wait on this very webhook, or no
-		// replica would ever be (conversion.SelfWait).
-		var others []cache.InformerSynced
-		for _, kind := range ownedInformers {
-			others = append(others, kind.Informer.HasSynced)
-		}
-		selfWait := conversion.NewSelfWait(samplev1beta1.SchemeGroupVersion.Version,
-			fooInformer.Informer().HasSynced, certs.StoredVersions, others...)
-		synced = selfWait.Synced
+	webhook, err := conversion.StartWebhook(ctx, o.Webhook, cfg, kubeCfg)
+	if err != nil {
+		return err
 	}
+	var ownedSynced []cache.InformerSynced
+	for _, kind := range ownedInformers {
+		ownedSynced = append(ownedSynced, kind.Informer.HasSynced)
+	}
+	synced, webhookChecks := webhook.Readiness(fooInformer.Informer().HasSynced, ownedSynced...)
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced)
-	if certs != nil {
-		// Ready only with a certificate the CRD trusts: the webhook's
-		// Service sends the API server's calls to ready replicas alone.
-		readiness = append(readiness, serving.Check{Name: "webhook-certificate",
-			Check: func(*http.Request) error { return certs.Ready() }})
-	}
+	readiness = append(readiness, webhookChecks...)
 	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg); err != nil {
 		return err
 	}
@@ -183,41 +162,4 @@ func run(ctx context.Context, o *options.Options) error {
 		return runController(ctx)
 	}
 	return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, runController)
-}
-
-// startWebhook serves the conversion webhook on o.BindAddress with a
-// certificate signed by the CA of the Secret o.CASecretName, which the
-// Foo CRD's caBundle is kept to trust (pkg/webhookcert), until ctx ends.
-func startWebhook(
-	ctx context.Context, o options.WebhookOptions, cfg, kubeCfg *rest.Config,
-) (*webhookcert.Manager, error) {
-	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the webhook's kubernetes clientset: %w", err)
-	}
-	dynamicClient, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the webhook's dynamic client: %w", err)
-	}
-	service := samplecontroller.WebhookServiceName + "." + o.Namespace + ".svc"
-	certs := webhookcert.New(kubeClient, dynamicClient, webhookcert.Options{
-		Namespace:  o.Namespace,
-		SecretName: o.CASecretName,
-		CRDName:    samplecontroller.FooCRDName,
-		// The Service's name, as the API server calls it, and loopback,
-		// where a local API server calls a local controller (make run).
-		DNSNames:     []string{service, service + ".cluster.local", "localhost"},
-		IPs:          []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		CAValidity:   o.CAValidity,
-		LeafValidity: o.CertValidity,
-	})
-	go func() {
-		if err := certs.Run(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "The conversion webhook's certificate manager stopped")
-		}
-	}()
-	if err := serving.ServeWebhook(ctx, o.BindAddress, certs.GetCertificate, conversion.Handler()); err != nil {
-		return nil, err
-	}
-	return certs, nil
 }

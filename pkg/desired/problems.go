@@ -46,18 +46,11 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 	}
 }
 
-// Problems are the Foo's words for what stops the reconcile of an object it
-// owns, of any kind (owned.Problems).
+// Problems are the Foo's words for a write of an object it owns, of any
+// kind, that the API server refused (owned.Problems).
 var Problems owned.Problems = problems{}
 
 type problems struct{}
-
-// NameTaken is an object the Foo asks for that exists and is not controlled
-// by the Foo. It is retried with backoff: the name may be freed by someone
-// the controller does not watch.
-func (problems) NameTaken(kind string, object metav1.Object) error {
-	return NameTakenProblem(kind, object)
-}
 
 // Refused is a write of an object the Foo owns that the API server refused
 // for a reason its user must address (owned.IsRefused): a quota exceeded,
@@ -78,7 +71,9 @@ func (problems) Refused(action, kind, name string, err error) error {
 	}
 }
 
-// NameTakenProblem is Problems.NameTaken.
+// NameTakenProblem is an object the Foo asks for that exists and is not
+// controlled by the Foo: it is never modified. It is retried with backoff:
+// the name may be freed by someone the controller does not watch.
 func NameTakenProblem(kind string, object metav1.Object) *Problem {
 	owner := "no Foo"
 	if ref := owned.ControllerRef(object, samplecontroller.FooGroupKind); ref != nil {
