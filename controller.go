@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,14 +92,11 @@ type ownedKind struct {
 
 // Config is what a Controller needs besides its clients and informers.
 type Config struct {
-	// Namespace is the one namespace the informers were built to watch, ""
-	// for all. It must be theirs: a replica taking over lists the Foos of
-	// this namespace (pkg/takeover), which a namespaced Role allows only
-	// there.
+	// Namespace is the one namespace the informers were built to watch, "" for all. It must be theirs: a
+	// replica taking over lists the Foos of this namespace (pkg/takeover), which a namespaced Role allows only there.
 	Namespace string
-	// Fence, when leader election is on, is the Lease's write fence
-	// (pkg/leader): workers wait at it while the Lease is overdue. Nil
-	// without leader election: nothing to wait for.
+	// Fence, when leader election is on, is the Lease's write fence (pkg/leader): workers wait at it while the
+	// Lease is overdue. Nil without leader election: nothing to wait for.
 	Fence writeFence
 }
 
@@ -211,17 +209,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // HasSynced reports whether every informer cache holds a full list.
 func (c *Controller) HasSynced() bool {
-	for _, synced := range c.cachesSynced() {
-		if !synced() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(c.cachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
 }
 
+// cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
 func (c *Controller) cachesSynced() []cache.InformerSynced {
-	synced := make([]cache.InformerSynced, 0, 1+len(c.kinds))
-	synced = append(synced, c.foosSynced)
+	synced := []cache.InformerSynced{c.foosSynced}
 	for _, kind := range c.kinds {
 		synced = append(synced, kind.synced)
 	}
@@ -306,10 +299,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	deployment, err := c.syncOwned(ctx, foo)
 	var problem *desired.Problem
 	if errors.As(err, &problem) {
-		if err := c.reportProblem(ctx, foo, problem); err != nil || !problem.Retry {
-			return err
-		}
-		return problem
+		return c.reportProblem(ctx, foo, problem)
 	}
 	if err != nil {
 		return err
@@ -367,7 +357,7 @@ func (c *Controller) onOwnedUpdate(oldObj, newObj interface{}) {
 func (c *Controller) onOwnedDelete(obj interface{}) {
 	c.handleObject(obj, true)
 	if object, ok := objectFromTombstone(obj); ok {
-		waiting, err := c.foosIndexer.ByIndex(foocache.ByDeploymentName, object.GetNamespace()+"/"+object.GetName())
+		waiting, err := foocache.AskingFor(c.foosIndexer, object)
 		utilruntime.HandleError(err)
 		for _, foo := range waiting {
 			c.enqueueFoo(foo, true)

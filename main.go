@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
@@ -128,11 +127,7 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	var ownedSynced []cache.InformerSynced
-	for _, kind := range ownedInformers {
-		ownedSynced = append(ownedSynced, kind.Informer.HasSynced)
-	}
-	synced, webhookChecks := webhook.Readiness(fooInformer.Informer().HasSynced, ownedSynced...)
+	synced, webhookChecks := webhook.Readiness(controller.cachesSynced()...)
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)

@@ -36,18 +36,16 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
-// syncOwned brings each object the Foo owns in line with it, in the steps of upstream sample-controller's
-// syncHandler for its Deployment, one call each; every kind registered in desired.Kinds goes through the same steps
-// (pkg/owned takes them for any kind). Each step reads the cache and writes only what differs, with a Normal event;
-// what the user must address (an invalid spec, a taken name, a refused write) is a *desired.Problem. It returns the
-// Foo's Deployment as last seen, which its status reports.
+// syncOwned brings each object the Foo owns in line with it in the steps of upstream's syncHandler, one call each,
+// for every kind in desired.Kinds (pkg/owned takes them for any kind). Each reads the cache and writes only what
+// differs, with a Normal event; what the user must address (an invalid spec, a taken name, a refused write) is a
+// *desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
 func (c *Controller) syncOwned(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
 	// The CRD's schema refuses an invalid spec at admission, unless it was installed without it.
 	if err := desired.CheckSpec(&foo.Spec); err != nil {
 		return nil, err
 	}
-	writer := &owned.Writer{Clientset: c.kubeclientset, FieldManager: samplecontroller.ControllerName,
-		Recorder: c.recorder, SyncedReason: samplecontroller.ReasonSynced, Problems: desired.Problems}
+	writer := desired.NewWriter(c.kubeclientset, c.recorder) // the field manager, the Synced events, the problems
 	var deployment *desired.CachedDeployment
 	for _, kind := range c.kinds {
 		want := kind.Desired(foo) // for the Deployment, desired.DeploymentFor(foo)
@@ -84,7 +82,8 @@ func (c *Controller) syncOwned(ctx context.Context, foo *samplev1beta1.Foo) (*de
 
 // reportProblem records a problem the user has to resolve: Ready=False with its reason and message in
 // status, and a Warning event the first time this problem is seen, after a successful status write only
-// (a write refused 409 is retried on fresh data, which already shows the problem reported).
+// (a write refused 409 is retried on fresh data, which already shows the problem reported). It returns the
+// problem itself when retrying can help (problem.Retry), to be retried with backoff.
 func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, problem *desired.Problem) error {
 	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
@@ -96,6 +95,9 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 	if written && isNew {
 		klog.FromContext(ctx).Info("Foo cannot be reconciled", "reason", problem.Reason, "message", problem.Message)
 		c.recorder.Event(foo, corev1.EventTypeWarning, problem.Reason, problem.Message)
+	}
+	if problem.Retry {
+		return problem
 	}
 	return nil
 }

@@ -82,16 +82,16 @@ func StartWebhook(ctx context.Context, o options.WebhookOptions, cfg, kubeCfg *r
 	return &Webhook{certs: certs}, nil
 }
 
-// Readiness is what makes a replica that serves w ready: synced, whether
-// the Foo cache (fooSynced) and the others hold a full list, except the Foo
-// cache while its list may wait on this very webhook, or no replica would
-// ever be (SelfWait); and checks, a certificate the CRD trusts, as the
-// webhook's Service sends the API server's calls to ready replicas alone.
-// Without a webhook, the caches alone.
-func (w *Webhook) Readiness(fooSynced cache.InformerSynced, others ...cache.InformerSynced) (
-	synced cache.InformerSynced, checks []serving.Check,
-) {
+// Readiness is what makes a replica that serves w ready, given its caches'
+// HasSynced, the Foo cache's first: synced, whether every cache holds a full
+// list, except the Foo cache while its list may wait on this very webhook,
+// or no replica would ever be (SelfWait); and checks, a certificate the CRD
+// trusts, as the webhook's Service sends the API server's calls to ready
+// replicas alone. Without a webhook, the caches alone.
+func (w *Webhook) Readiness(caches ...cache.InformerSynced) (synced cache.InformerSynced, checks []serving.Check) {
+	fooSynced, others := caches[0], caches[1:]
 	if w.certs == nil {
+		// No version stored but the one listed: SelfWait waits for every cache.
 		return NewSelfWait("", fooSynced, func() []string { return nil }, others...).Synced, nil
 	}
 	selfWait := NewSelfWait(samplev1beta1.SchemeGroupVersion.Version, fooSynced, w.certs.StoredVersions, others...)

@@ -21,6 +21,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -44,6 +46,14 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 		Reason:  samplecontroller.ReasonInvalidSpec,
 		Message: fmt.Sprintf("Invalid spec: %v", errs.ToAggregate()),
 	}
+}
+
+// NewWriter returns what every write of an object a Foo owns carries: the
+// controller's field manager, a Synced event on the Foo recorded by
+// recorder, and Problems.
+func NewWriter(clientset kubernetes.Interface, recorder record.EventRecorder) *owned.Writer {
+	return &owned.Writer{Clientset: clientset, FieldManager: samplecontroller.ControllerName,
+		Recorder: recorder, SyncedReason: samplecontroller.ReasonSynced, Problems: Problems}
 }
 
 // Problems are the Foo's words for a write of an object it owns, of any
