@@ -214,7 +214,7 @@ func (c *Controller) HasSynced() bool {
 
 // cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
 func (c *Controller) cachesSynced() []cache.InformerSynced {
-	synced := []cache.InformerSynced{c.foosSynced}
+	synced := append(make([]cache.InformerSynced, 0, 1+len(c.kinds)), c.foosSynced)
 	for _, kind := range c.kinds {
 		synced = append(synced, kind.synced)
 	}

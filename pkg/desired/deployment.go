@@ -69,7 +69,7 @@ func LabelValue(name string) string {
 	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
-// Deployment returns the Deployment a Foo asks for. It is a pure function
+// DeploymentFor returns the Deployment a Foo asks for. It is a pure function
 // of the Foo, and it names exactly the fields the controller owns: server-side
 // apply writes these and leaves every other field, such as another team's
 // labels or annotations, to whoever set it.
