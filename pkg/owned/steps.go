@@ -39,7 +39,7 @@ import (
 )
 
 // The steps of the sync of one object an owner owns, written once for every
-// kind, in upstream sample-controller's order: read it from the cache (Get),
+// kind, in upstream's order: read it from the cache (Get),
 // create it if missing (Create), leave it alone if another controls its name
 // (the caller's check, ControlledBy), repair the fields the controller owns
 // where they drifted (Repair), then delete the owner's objects under a name

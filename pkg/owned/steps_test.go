@@ -164,7 +164,7 @@ func (f *serviceFixture) reconcileAsking(t *testing.T, w *metav1.PartialObjectMe
 }
 
 // syncService runs the steps of a sync on the Service w asks for, as the
-// sample controller's syncOwned does on each kind a Foo owns.
+// syncOwned in the repository root does on each kind a Foo owns.
 func syncService(ctx context.Context, kind owned.Registration[*metav1.PartialObjectMetadata], writer *owned.Writer,
 	indexer cache.Indexer, w *metav1.PartialObjectMetadata) error {
 	want := kind.Desired(w)
