@@ -20,13 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +40,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
+	"github.com/kube-samples/sample-controller/pkg/foomemory"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
@@ -48,14 +48,14 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/owned"
-	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 	"github.com/kube-samples/sample-controller/pkg/takeover"
 )
 
 // Upstream's sample-controller, with each refinement production needed as one
 // call into a package that says why (docs/controller-client-go.md, "Production
-// lessons"). writes.go has the status write and hands each owned object to
-// pkg/owned, which creates, repairs or cleans it up.
+// lessons"). writes.go has upstream's steps for each object a Foo owns (read
+// from the cache, create, refuse, repair), each a call into pkg/owned, and
+// the status write.
 
 // shutdownGracePeriod is how long, once shutdown begins, workers may finish
 // the Foo in hand, and then events be written.
@@ -66,14 +66,14 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	owned       []ownedCache // the kinds a Foo owns (desired.Owned)
+	kinds       []ownedKind // the kinds a Foo owns (desired.Kinds)
 	foosLister  listers.FooLister
 	foosIndexer cache.Indexer
 	foosSynced  cache.InformerSynced
 
 	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
-	memory fooMemory // what the controller remembers of each Foo beyond its cache
+	memory foomemory.Memory // what the controller remembers of each Foo beyond its cache
 
 	recorder record.EventRecorder // events, but in tests
 	events   *eventrecorder.Recorder
@@ -82,46 +82,21 @@ type Controller struct {
 	fence     writeFence // if set, holds workers back while the Lease is overdue
 }
 
-// fooMemory is what the controller remembers of each Foo beyond its cache,
-// each part the production lesson of its package. All of it is keyed by the
-// Foo's UID and forgotten at once when the cache shows the Foo deleted: a
-// part added here and not to forget leaks an entry per deleted Foo. The
-// versions replaced by a status write and those a takeover found outdated
-// are kept apart, as they hold back different steps: an outdated Foo is not
-// synced at all, and a Foo whose status write the cache has not shown gets
-// its Deployment reconciled and no status written.
-type fooMemory struct {
-	statusWrites expectations.ReplacedVersions                // by its status write, until the cache shows it
-	deleted      expectations.DeletedFoos                     // the API server said it is gone
-	outdated     expectations.ReplacedVersions                // changed while this replica stood by (pkg/takeover)
-	prunedStatus prunedstatus.Memory[samplev1beta1.FooStatus] // the status an outdated CRD pruned
-}
-
-func (m *fooMemory) forget(uid types.UID) {
-	m.statusWrites.Forget(uid)
-	m.deleted.Forget(uid)
-	m.outdated.Forget(uid)
-	m.prunedStatus.Forget(uid)
-}
-
-// ownedCache is a kind a Foo owns and its informer's cache, which holds each
-// object as its owned.Object: read it through the kind (desired.Deployments.Get).
-type ownedCache struct {
-	owned.Owned[*samplev1beta1.Foo]
+// ownedKind is a kind a Foo owns and its informer's cache, which holds each
+// object as its owned.Object: read it through the kind (its Get).
+type ownedKind struct {
+	owned.Registration[*samplev1beta1.Foo]
 	indexer cache.Indexer
 	synced  cache.InformerSynced
 }
 
 // Config is what a Controller needs besides its clients and informers.
 type Config struct {
-	// Namespace is the one namespace the informers were built to watch, ""
-	// for all. It must be theirs: a replica taking over lists the Foos of
-	// this namespace (pkg/takeover), which a namespaced Role allows only
-	// there.
+	// Namespace is the one namespace the informers were built to watch, "" for all. It must be theirs: a
+	// replica taking over lists the Foos of this namespace (pkg/takeover), which a namespaced Role allows only there.
 	Namespace string
-	// Fence, when leader election is on, is the Lease's write fence
-	// (pkg/leader): workers wait at it while the Lease is overdue. Nil
-	// without leader election: nothing to wait for.
+	// Fence, when leader election is on, is the Lease's write fence (pkg/leader): workers wait at it while the
+	// Lease is overdue. Nil without leader election: nothing to wait for.
 	Fence writeFence
 }
 
@@ -133,7 +108,7 @@ type writeFence interface {
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
 // (foocache.Transform). ownedKinds are the kinds a Foo owns with their informers
-// (desired.NewOwnedInformers of desired.Owned), the Deployment's among them.
+// (desired.NewOwnedInformers of desired.Kinds), the Deployment's among them.
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
@@ -177,8 +152,8 @@ func NewController(
 		}); err != nil {
 			return nil, err
 		}
-		cached := ownedCache{kind.Kind, kind.Informer.GetIndexer(), kind.Informer.HasSynced}
-		controller.owned = append(controller.owned, cached)
+		cached := ownedKind{kind.Registration, kind.Informer.GetIndexer(), kind.Informer.HasSynced}
+		controller.kinds = append(controller.kinds, cached)
 	}
 	return controller, nil
 }
@@ -202,11 +177,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		fooClient := c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace)
-		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return fooClient.List(ctx, opts)
-		}
-		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosIndexer, list, &c.memory.deleted, &c.memory.outdated)
+		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosIndexer,
+			c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace), &c.memory.Deleted, &c.memory.Outdated)
 		if err != nil {
 			// Not fatal: a Foo deleted meanwhile costs one create, one
 			// changed meanwhile a write undone when the watch catches up.
@@ -223,7 +195,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.workqueue.FeedBacklog(ctx) })
 	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(ctx, workCtx) }, time.Second) })
+		wg.Go(func() { wait.UntilWithContext(ctx, func(context.Context) { c.runWorker(workCtx) }, time.Second) })
 	}
 	logger.Info("Started workers")
 
@@ -237,29 +209,22 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // HasSynced reports whether every informer cache holds a full list.
 func (c *Controller) HasSynced() bool {
-	for _, synced := range c.cachesSynced() {
-		if !synced() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(c.cachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
 }
 
+// cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
 func (c *Controller) cachesSynced() []cache.InformerSynced {
-	synced := make([]cache.InformerSynced, 0, 1+len(c.owned))
-	synced = append(synced, c.foosSynced)
-	for _, kind := range c.owned {
+	synced := append(make([]cache.InformerSynced, 0, 1+len(c.kinds)), c.foosSynced)
+	for _, kind := range c.kinds {
 		synced = append(synced, kind.synced)
 	}
 	return synced
 }
 
-// runWorker processes work items until the queue shuts down or ctx ends.
-func (c *Controller) runWorker(ctx, workCtx context.Context) {
-	for ctx.Err() == nil {
-		if !c.processNextWorkItem(workCtx) {
-			return
-		}
+// runWorker processes work items until the queue shuts down, which hands
+// out no key once shutdown began (freshfirst.Queue.Get).
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
 	}
 }
 
@@ -313,11 +278,11 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	if c.memory.deleted.Has(foo.UID) {
+	if c.memory.Deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
 		return nil
 	}
-	if c.memory.outdated.CacheIsBehind(foo) {
+	if c.memory.Outdated.CacheIsBehind(foo) {
 		logger.V(4).Info("Foo changed before this replica took over, the cache has not shown it yet")
 		return expectations.ErrCacheOutdated
 	}
@@ -331,13 +296,10 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		return nil
 	}
 
-	deployment, err := c.reconcileOwned(ctx, foo)
+	deployment, err := c.syncOwned(ctx, foo)
 	var problem *desired.Problem
 	if errors.As(err, &problem) {
-		if err := c.reportProblem(ctx, foo, problem); err != nil || !problem.Retry {
-			return err
-		}
-		return problem
+		return c.reportProblem(ctx, foo, problem)
 	}
 	if err != nil {
 		return err
@@ -369,15 +331,15 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1beta1.Foo), newObj.(*samplev1beta1.Foo)
 	// Both are told: each drops the version the cache has moved past.
-	echoAwaited := c.memory.statusWrites.CacheCaughtUp(newFoo)
-	outdated := c.memory.outdated.CacheCaughtUp(newFoo)
+	echoAwaited := c.memory.StatusWrites.CacheCaughtUp(newFoo)
+	outdated := c.memory.Outdated.CacheCaughtUp(newFoo)
 	c.enqueueFoo(newFoo, echoAwaited || outdated || oldFoo.Generation != newFoo.Generation)
 }
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
 func (c *Controller) onFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
-		c.memory.forget(object.GetUID())
+		c.memory.Forget(object.GetUID())
 	}
 }
 
@@ -395,7 +357,7 @@ func (c *Controller) onOwnedUpdate(oldObj, newObj interface{}) {
 func (c *Controller) onOwnedDelete(obj interface{}) {
 	c.handleObject(obj, true)
 	if object, ok := objectFromTombstone(obj); ok {
-		waiting, err := c.foosIndexer.ByIndex(foocache.ByDeploymentName, object.GetNamespace()+"/"+object.GetName())
+		waiting, err := foocache.AskingFor(c.foosIndexer, object)
 		utilruntime.HandleError(err)
 		for _, foo := range waiting {
 			c.enqueueFoo(foo, true)

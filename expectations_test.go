@@ -57,7 +57,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
 	available.ResourceVersion = "5"
-	if err := deploymentCache(f.controller).Update(desired.Deployments.Cache(available)); err != nil {
+	if err := deploymentCache(f.controller).Update(desired.DeploymentKind.Compact(available)); err != nil {
 		t.Fatal(err)
 	}
 	f.client.ClearActions()
@@ -65,7 +65,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 		t.Fatalf("sync on a cache behind our write: error %v, want expectations.ErrCacheBehindOwnWrite (and no made-up conflict)", err)
 	}
 	before := reconcileCount(t, "deferred")
-	f.controller.onOwnedUpdate(desired.Deployments.Cache(d), desired.Deployments.Cache(available))
+	f.controller.onOwnedUpdate(desired.DeploymentKind.Compact(d), desired.DeploymentKind.Compact(available))
 	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
 	if n := q.NumRequeues(key); n != 0 {
@@ -104,7 +104,7 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	f.build()
 	stored := foo.DeepCopy()
 	stored.ResourceVersion = "2"
-	f.controller.memory.statusWrites.Wrote(foo, stored)
+	f.controller.memory.StatusWrites.Wrote(foo, stored)
 
 	f.controller.onFooUpdate(foo, stored)
 	q := f.controller.workqueue
@@ -129,7 +129,7 @@ func TestSyncOnFooOutdatedAtTakeoverWritesNothingUntilTheCacheShowsTheCurrentFoo
 	f.foos = append(f.foos, cached)
 	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, current))
 	f.build()
-	f.controller.memory.outdated.ListedNewer(cached, current)
+	f.controller.memory.Outdated.ListedNewer(cached, current)
 
 	_, ctx := ktesting.NewTestContext(t)
 	q := f.controller.workqueue
@@ -178,7 +178,7 @@ func TestFooOutdatedAtTakeoverIsQueuedFreshWhenTheCacheCatchesUp(t *testing.T) {
 	cached.ResourceVersion = "1"
 	f.foos = append(f.foos, cached)
 	f.build()
-	f.controller.memory.outdated.ListedNewer(cached, cached)
+	f.controller.memory.Outdated.ListedNewer(cached, cached)
 	statusWritten := cached.DeepCopy()
 	statusWritten.ResourceVersion = "2"
 	statusWritten.Status.AvailableReplicas = 1
@@ -222,7 +222,7 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 
 	// Once the cache shows the deletion, the memory is dropped.
 	f.controller.onFooDelete(foo)
-	if f.controller.memory.deleted.Has(foo.UID) {
+	if f.controller.memory.Deleted.Has(foo.UID) {
 		t.Error("the deleted Foo is still remembered after its delete event")
 	}
 }
@@ -247,22 +247,22 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			foo.ResourceVersion = "1"
 			stored := foo.DeepCopy()
 			stored.ResourceVersion = "2"
-			c.memory.statusWrites.Wrote(foo, stored)
-			c.memory.deleted.Add(foo.UID)
-			c.memory.outdated.ListedNewer(foo, stored)
-			c.memory.prunedStatus.Remember(foo.UID, foo.Status)
+			c.memory.StatusWrites.Wrote(foo, stored)
+			c.memory.Deleted.Add(foo.UID)
+			c.memory.Outdated.ListedNewer(foo, stored)
+			c.memory.PrunedStatus.Remember(foo.UID, foo.Status)
 
 			c.onFooDelete(deleteEvent.obj(foo))
-			if c.memory.statusWrites.CacheIsBehind(foo) {
+			if c.memory.StatusWrites.CacheIsBehind(foo) {
 				t.Error("its status write is still expected")
 			}
-			if c.memory.deleted.Has(foo.UID) {
+			if c.memory.Deleted.Has(foo.UID) {
 				t.Error("it is still remembered as deleted")
 			}
-			if c.memory.outdated.CacheIsBehind(foo) {
+			if c.memory.Outdated.CacheIsBehind(foo) {
 				t.Error("it is still remembered as outdated")
 			}
-			if c.memory.prunedStatus.SameAsPruned(foo.UID, foo.Status, desired.EqualIgnoringTransitionTimes) {
+			if c.memory.PrunedStatus.SameAsPruned(foo.UID, foo.Status, desired.EqualIgnoringTransitionTimes) {
 				t.Error("its pruned status is still remembered")
 			}
 		})

@@ -20,19 +20,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
@@ -40,8 +34,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
-	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
@@ -52,7 +44,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 	"github.com/kube-samples/sample-controller/pkg/signals"
-	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
 func main() {
@@ -107,9 +98,9 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// An informer per kind a Foo owns (desired.Owned), of only the objects this
+	// An informer per kind a Foo owns (desired.Kinds), of only the objects this
 	// controller manages, each cached as the few fields it reads (pkg/owned).
-	ownedInformers, err := desired.NewOwnedInformers(desired.Owned, kubeClient, o.Namespace, o.ResyncPeriod)
+	ownedInformers, err := desired.NewOwnedInformers(desired.Kinds, kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -132,43 +123,17 @@ func run(ctx context.Context, o *options.Options) error {
 	// a Foo etcd holds in another version, this controller's own list
 	// included. After NewController, which adds the Foo types to client-go's
 	// scheme: the webhook's own informers read that scheme as they start.
-	// Its writes (the CA Secret, the CRD's caBundle) are the same whichever
-	// replica makes them, so they go around the write fence.
-	var certs *webhookcert.Manager
-	synced := controller.HasSynced
-	if o.Webhook.BindAddress != "0" {
-		if certs, err = startWebhook(ctx, o.Webhook, cfg, kubeCfg); err != nil {
-			return err
-		}
-		// Ready while the Foo list may wait on this very webhook, or no
-		// replica would ever be (conversion.SelfWait).
-		var others []cache.InformerSynced
-		for _, kind := range ownedInformers {
-			others = append(others, kind.Informer.HasSynced)
-		}
-		selfWait := conversion.NewSelfWait(samplev1beta1.SchemeGroupVersion.Version,
-			fooInformer.Informer().HasSynced, certs.StoredVersions, others...)
-		synced = selfWait.Synced
+	webhook, err := conversion.StartWebhook(ctx, o.Webhook, cfg, kubeCfg)
+	if err != nil {
+		return err
 	}
+	synced, webhookChecks := webhook.Readiness(controller.cachesSynced()...)
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced)
-	if certs != nil {
-		// Ready only with a certificate the CRD trusts: the webhook's
-		// Service sends the API server's calls to ready replicas alone.
-		readiness = append(readiness, serving.Check{Name: "webhook-certificate",
-			Check: func(*http.Request) error { return certs.Ready() }})
-	}
-	var signedMetricsCert func() *tls.Certificate
-	noCertFiles := o.Metrics.CertFile == "" && o.Metrics.KeyFile == ""
-	if certs != nil && o.Metrics.BindAddress != "0" && o.Metrics.Secure && noCertFiles {
-		// The metrics server's certificate signed by the webhook's CA, for
-		// scrapers that verify it with the bundle published beside it.
-		// Without the webhook there is no CA: the self-signed one stays.
-		signedMetricsCert = startMetricsCA(ctx, certs, o.Webhook.Namespace)
-	}
-	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, signedMetricsCert); err != nil {
+	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced, webhookChecks...)
+	// A metrics certificate signed by the webhook's CA, which scrapers verify (nil: self-signed).
+	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, webhook.StartMetricsCA(ctx, o.Metrics)); err != nil {
 		return err
 	}
 	if err := serving.ServeProbes(ctx, o.ProbeAddr, liveness, readiness); err != nil {
@@ -192,65 +157,4 @@ func run(ctx context.Context, o *options.Options) error {
 		return runController(ctx)
 	}
 	return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, runController)
-}
-
-// startWebhook serves the conversion webhook on o.BindAddress with a
-// certificate signed by the CA of the Secret o.CASecretName, which the
-// Foo CRD's caBundle is kept to trust (pkg/webhookcert), until ctx ends.
-func startWebhook(
-	ctx context.Context, o options.WebhookOptions, cfg, kubeCfg *rest.Config,
-) (*webhookcert.Manager, error) {
-	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the webhook's kubernetes clientset: %w", err)
-	}
-	dynamicClient, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the webhook's dynamic client: %w", err)
-	}
-	service := samplecontroller.WebhookServiceName + "." + o.Namespace + ".svc"
-	certs := webhookcert.New(kubeClient, dynamicClient, webhookcert.Options{
-		Namespace:  o.Namespace,
-		SecretName: o.CASecretName,
-		CRDName:    samplecontroller.FooCRDName,
-		// The Service's name, as the API server calls it, and loopback,
-		// where a local API server calls a local controller (make run).
-		DNSNames:     []string{service, service + ".cluster.local", "localhost"},
-		IPs:          []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		CAValidity:   o.CAValidity,
-		LeafValidity: o.CertValidity,
-		EventSource:  samplecontroller.ControllerName,
-	})
-	go func() {
-		if err := certs.Run(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "The conversion webhook's certificate manager stopped")
-		}
-	}()
-	if err := serving.ServeWebhook(ctx, o.BindAddress, certs.GetCertificate, conversion.Handler()); err != nil {
-		return nil, err
-	}
-	return certs, nil
-}
-
-// startMetricsCA publishes the webhook's CA bundle in the ConfigMap
-// samplecontroller.MetricsCAConfigMapName of namespace, and keeps a metrics
-// serving certificate signed by that CA for the metrics Service's names
-// (pkg/webhookcert's MetricsCA), until ctx ends. It returns the certificate's
-// getter: nil until the first is signed.
-func startMetricsCA(ctx context.Context, certs *webhookcert.Manager, namespace string) func() *tls.Certificate {
-	service := samplecontroller.MetricsServiceName + "." + namespace + ".svc"
-	metricsCA := certs.NewMetricsCA(webhookcert.MetricsOptions{
-		ConfigMapName: samplecontroller.MetricsCAConfigMapName,
-		Key:           samplecontroller.MetricsCAKey,
-		// The Service's name, which a scraper verifies (server_name), and
-		// loopback, for a port-forward or a local run.
-		DNSNames: []string{service, service + ".cluster.local", "localhost"},
-		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	})
-	go func() {
-		if err := metricsCA.Run(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "The metrics certificate's manager stopped")
-		}
-	}()
-	return metricsCA.Certificate
 }

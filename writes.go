@@ -36,22 +36,38 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
-// reconcileOwned makes every object the Foo owns (desired.Owned, pkg/owned) what the Foo asks for, writing only
-// what the cache shows changed (with a Normal event); a write refused for a reason the user must address is a
-// desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
-func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
-	if errs := desired.ValidateSpec(&foo.Spec); len(errs) > 0 {
-		return nil, desired.InvalidSpecProblem(errs)
+// syncOwned brings each object the Foo owns in line with it in the steps of upstream's syncHandler, one call each,
+// for every kind in desired.Kinds (pkg/owned takes them for any kind). Each reads the cache and writes only what
+// differs, with a Normal event; what the user must address (an invalid spec, a taken name, a refused write) is a
+// *desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
+func (c *Controller) syncOwned(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
+	// The CRD's schema refuses an invalid spec at admission, unless it was installed without it.
+	if err := desired.CheckSpec(&foo.Spec); err != nil {
+		return nil, err
 	}
-	writes := &owned.Writes{
-		Clientset: c.kubeclientset, FieldManager: samplecontroller.ControllerName,
-		OwnerKind: samplecontroller.FooGroupKind, Problems: desired.Problems,
-		Recorder: c.recorder, SyncedReason: samplecontroller.ReasonSynced,
-	}
+	writer := desired.NewWriter(c.kubeclientset, c.recorder) // the field manager, the Synced events, the problems
 	var deployment *desired.CachedDeployment
-	for _, kind := range c.owned {
-		object, err := kind.Reconcile(ctx, writes, kind.indexer, foo)
+	for _, kind := range c.kinds {
+		want := kind.Desired(foo) // for the Deployment, desired.DeploymentFor(foo)
+		// Read it from the cache (upstream: deploymentsLister.Get).
+		object, err := kind.Get(kind.indexer, foo.Namespace, want.Name)
+		// Missing: create it.
+		if apierrors.IsNotFound(err) {
+			object, err = kind.Create(ctx, writer, foo, want)
+		}
 		if err != nil {
+			return nil, err
+		}
+		// Not controlled by this Foo: never modified, reported on the Foo (upstream: ErrResourceExists).
+		if !owned.ControlledBy(object, foo, samplecontroller.FooGroupKind) {
+			return nil, desired.NameTakenProblem(kind.Kind(), object)
+		}
+		// Repair the fields the Foo owns where they differ (upstream: an update where replicas differ).
+		if object, err = kind.Repair(ctx, writer, foo, want, object); err != nil {
+			return nil, err
+		}
+		// Only now, so that a rename never leaves the Foo without one: delete those under its old name.
+		if err := kind.DeleteStale(ctx, writer, kind.indexer, foo, want.Name); err != nil {
 			return nil, err
 		}
 		if d, ok := object.(*desired.CachedDeployment); ok {
@@ -66,7 +82,8 @@ func (c *Controller) reconcileOwned(ctx context.Context, foo *samplev1beta1.Foo)
 
 // reportProblem records a problem the user has to resolve: Ready=False with its reason and message in
 // status, and a Warning event the first time this problem is seen, after a successful status write only
-// (a write refused 409 is retried on fresh data, which already shows the problem reported).
+// (a write refused 409 is retried on fresh data, which already shows the problem reported). It returns the
+// problem itself when retrying can help (problem.Retry), to be retried with backoff.
 func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, problem *desired.Problem) error {
 	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
@@ -79,6 +96,9 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 		klog.FromContext(ctx).Info("Foo cannot be reconciled", "reason", problem.Reason, "message", problem.Message)
 		c.recorder.Event(foo, corev1.EventTypeWarning, problem.Reason, problem.Message)
 	}
+	if problem.Retry {
+		return problem
+	}
 	return nil
 }
 
@@ -87,10 +107,10 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1beta1.Foo,
 	status samplev1beta1.FooStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(foo.Status, status) ||
-		c.memory.prunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
+		c.memory.PrunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
 		return false, nil
 	}
-	if c.memory.statusWrites.CacheIsBehind(foo) {
+	if c.memory.StatusWrites.CacheIsBehind(foo) {
 		// Computed from the Foo our last status write replaced: it would be refused 409; its event queues the Foo.
 		return false, expectations.ErrCacheBehindOwnWrite
 	}
@@ -102,16 +122,16 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1beta1.Foo
 		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplecontroller.ControllerName}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
-		c.memory.deleted.Add(foo.UID)
+		c.memory.Deleted.Add(foo.UID)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	c.memory.statusWrites.Wrote(foo, updated)
+	c.memory.StatusWrites.Wrote(foo, updated)
 	if pruned := desired.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
-		c.memory.prunedStatus.Forget(foo.UID)
-	} else if c.memory.prunedStatus.Remember(foo.UID, status) {
+		c.memory.PrunedStatus.Forget(foo.UID)
+	} else if c.memory.PrunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.
 		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server",
 			"fields", pruned, "crd", samplecontroller.FooCRDName)

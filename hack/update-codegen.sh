@@ -4,7 +4,7 @@
 # informers, apply configurations), and the Foo CRD, artifacts/examples/crd.yaml,
 # from the types' kubebuilder markers. It also cuts the owned kinds'
 # server-side apply schema out of client-go's schema of every built-in type
-# (hack/owned-schema writes pkg/desired/zz_generated.owned_schema.go).
+# (hack/owned-schema writes pkg/generated/ownedschema/zz_generated.owned_schema.go).
 # The code-generator and client-go come from the module cache at the versions
 # pinned in go.mod (see hack/tools.go), controller-gen at the version pinned
 # in hack/tools/controller-gen/go.mod, so everyone generates byte-identical
@@ -29,14 +29,15 @@ kube::codegen::gen_helpers \
 	"${SCRIPT_ROOT}/pkg/apis"
 
 # The server-side apply schema of the kinds a Foo owns alone (a -kind for
-# each kind desired.Owned registers), which pkg/owned walks their objects
+# each kind desired.Kinds registers), which pkg/owned walks their objects
 # with: client-go has it only within the schema of every built-in type,
 # whose parse costs the controller more memory and start time
 # (hack/owned-schema says why).
+mkdir -p "${SCRIPT_ROOT}/pkg/generated/ownedschema"
 go run ./hack/owned-schema \
 	-boilerplate "${SCRIPT_ROOT}/hack/boilerplate.go.txt" \
 	-kind apps/v1/Deployment \
-	-o "${SCRIPT_ROOT}/pkg/desired/zz_generated.owned_schema.go"
+	-o "${SCRIPT_ROOT}/pkg/generated/ownedschema/zz_generated.owned_schema.go"
 
 kube::codegen::gen_client \
 	--with-watch \

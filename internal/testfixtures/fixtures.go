@@ -20,7 +20,7 @@ limitations under the License.
 // it writes for a Deployment rolled out. One copy, so that every test means
 // the same Foo by NewFoo("test", 1). It imports nothing of the controller's,
 // so pkg/desired's own tests use it too (pkg/desired checks that
-// OwnedDeployment is its desired.Deployment).
+// OwnedDeployment is its desired.DeploymentFor).
 package testfixtures
 
 import (

@@ -66,7 +66,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		encoded[i] = data
 	}
 	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind),
-		Deployments.TransformFor(samplecontroller.ControllerName))
+		DeploymentKind.TransformFor(samplecontroller.ControllerName))
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {
@@ -171,7 +171,7 @@ func liveHeap() int64 {
 func servedDeployment(tb testing.TB, i int) *appsv1.Deployment {
 	tb.Helper()
 	foo := testfixtures.NewFoo(fmt.Sprintf("foo-%05d", i), 1)
-	d, err := deploymentObject(Deployment(foo))
+	d, err := deploymentObject(DeploymentFor(foo))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -212,7 +212,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Deployments.Drift(Deployment(foo), cachedDeployment(t, d))
+			drift, err := DeploymentKind.Drift(DeploymentFor(foo), cachedDeployment(t, d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,9 +229,9 @@ func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	for name, values := range map[string]string{"none": "", "not JSON": "{"} {
 		t.Run(name, func(t *testing.T) {
-			cached := Deployments.Cache(testfixtures.OwnedDeployment(t, foo))
-			cached.Owned = values
-			if drift, err := Deployments.Drift(Deployment(foo), cached); err == nil {
+			cached := DeploymentKind.Compact(testfixtures.OwnedDeployment(t, foo))
+			cached.Values = values
+			if drift, err := DeploymentKind.Drift(DeploymentFor(foo), cached); err == nil {
 				t.Errorf("drift %q and no error", drift)
 			}
 		})
@@ -389,11 +389,11 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
-			d := Deployments.Cache(completeDeployment(t, foo))
+			d := DeploymentKind.Compact(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
-			if got, want := Deployment(trimmed), Deployment(foo); !reflect.DeepEqual(got, want) {
+			if got, want := DeploymentFor(trimmed), DeploymentFor(foo); !reflect.DeepEqual(got, want) {
 				t.Errorf("desired Deployment differs:\n%s", diff.Diff(want, got))
 			}
 			if got, want := ValidateSpec(&trimmed.Spec).ToAggregate(), ValidateSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
@@ -458,7 +458,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 			}},
 		},
 		// Its values at the fields Deployment sets, and only there.
-		Owned: `{"metadata":{"labels":{"app":"nginx","app.kubernetes.io/managed-by":"sample-controller","controller":"test"}},` +
+		Values: `{"metadata":{"labels":{"app":"nginx","app.kubernetes.io/managed-by":"sample-controller","controller":"test"}},` +
 			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
 			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
 			`"spec":{"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
@@ -480,7 +480,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
-	if got := Deployments.Cache(d); !reflect.DeepEqual(got, want) {
+	if got := DeploymentKind.Compact(d); !reflect.DeepEqual(got, want) {
 		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
 	}
 	if got := cachedDeployment(t, completeDeployment(t, testfixtures.NewFoo("test", 3))); !reflect.DeepEqual(got, want) {
@@ -488,13 +488,13 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	}
 }
 
-// Deployments.Cache, and so the transform, leaves the Deployment it is
+// DeploymentKind.Compact, and so the transform, leaves the Deployment it is
 // given as it was: it may be shared (a tombstone's, a client's), and no
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"Deployments.Cache":        func(_ *testing.T, d *appsv1.Deployment) { Deployments.Cache(d) },
-		"Deployments.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"DeploymentKind.Compact":      func(_ *testing.T, d *appsv1.Deployment) { DeploymentKind.Compact(d) },
+		"DeploymentKind.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))
@@ -512,7 +512,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 // (and the Deployment can be collected as soon as it is built).
 func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
-	cached := Deployments.Cache(d)
+	cached := DeploymentKind.Compact(d)
 
 	*d.Spec.Replicas = 9
 	*d.OwnerReferences[1].Controller = false
@@ -533,7 +533,7 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 // detector makes of each cached object) shares nothing that can be changed
 // with the original.
 func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
-	cached := Deployments.Cache(completeDeployment(t, testfixtures.NewFoo("test", 3)))
+	cached := DeploymentKind.Compact(completeDeployment(t, testfixtures.NewFoo("test", 3)))
 	var obj runtime.Object = cached
 	cp := obj.DeepCopyObject().(*CachedDeployment)
 	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
@@ -542,7 +542,7 @@ func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
 
 	cp.OwnerReferences[0].Name = "changed"
 	*cp.OwnerReferences[0].Controller = false
-	cp.Owned = "changed"
+	cp.Values = "changed"
 
 	if want := cachedCompleteDeployment(); !reflect.DeepEqual(cached, want) {
 		t.Errorf("the original changed with its copy:\n%s", diff.Diff(want, cached))
@@ -606,7 +606,7 @@ func TestTransformsAreIdempotent(t *testing.T) {
 			if twice != once {
 				t.Errorf("the transform turned a CachedDeployment into %#v, want the same one", twice)
 			}
-			if want := Deployments.Cache(d); !reflect.DeepEqual(once, want) {
+			if want := DeploymentKind.Compact(d); !reflect.DeepEqual(once, want) {
 				t.Errorf("the transform modified the CachedDeployment:\n%s", diff.Diff(want, once))
 			}
 		})
@@ -647,7 +647,7 @@ func TestFooTransformTrimsInPlace(t *testing.T) {
 // it entered the cache.
 func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
-	cached := Deployments.Cache(d)
+	cached := DeploymentKind.Compact(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
 	list := &appsv1.DeploymentList{Items: []appsv1.Deployment{*d.DeepCopy()}}
@@ -672,7 +672,7 @@ func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 			}
 		})
 	}
-	if want := Deployments.Cache(d); !reflect.DeepEqual(cached, want) {
+	if want := DeploymentKind.Compact(d); !reflect.DeepEqual(cached, want) {
 		t.Errorf("a passed-through CachedDeployment was modified:\n%s", diff.Diff(want, cached))
 	}
 	if pod.Annotations["a"] != "b" || !reflect.DeepEqual(list.Items[0], *d) {
@@ -694,7 +694,7 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 		unsafe.StringData(da.OwnerReferences[1].Kind) == unsafe.StringData(db.OwnerReferences[1].Kind) {
 		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
-	a, b := Deployments.Cache(da), Deployments.Cache(db)
+	a, b := DeploymentKind.Compact(da), DeploymentKind.Compact(db)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
 	}

@@ -71,11 +71,11 @@ func LabelValue(name string) string {
 	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
-// Deployment returns the Deployment a Foo asks for. It is a pure function
+// DeploymentFor returns the Deployment a Foo asks for. It is a pure function
 // of the Foo, and it names exactly the fields the controller owns: server-side
 // apply writes these and leaves every other field, such as another team's
 // labels or annotations, to whoever set it.
-func Deployment(foo *samplev1beta1.Foo) *appsv1ac.DeploymentApplyConfiguration {
+func DeploymentFor(foo *samplev1beta1.Foo) *appsv1ac.DeploymentApplyConfiguration {
 	labels := PodLabels(foo)
 	return appsv1ac.Deployment(foo.Spec.Deployment.Name, foo.Namespace).
 		WithLabels(labels).
@@ -105,8 +105,9 @@ func controllerReference(foo *samplev1beta1.Foo) *metav1ac.OwnerReferenceApplyCo
 		WithBlockOwnerDeletion(true)
 }
 
-// The Deployment's registration: what the cache keeps of a Deployment the
-// controller manages, and which of its fields are the Foo's.
+// The Deployment as the owned-object machinery knows it: what the cache
+// keeps of a Deployment the controller manages, and which of its fields are
+// the Foo's.
 
 // DeploymentStatus is what ReadyCondition and Status read of a Deployment's
 // status.
@@ -123,15 +124,15 @@ type DeploymentStatus struct {
 // (owned.Object).
 type CachedDeployment = owned.Object[DeploymentStatus]
 
-// Deployments is the Deployment's registration with the owned-object
-// machinery: its client, what its cache keeps (Deployments.Cache), its
-// fields the Foo owns (those Deployment sets) and their drift. Owned
-// registers the Foo's desired Deployment with it.
-var Deployments = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
+// DeploymentKind is what the owned-object machinery knows of the
+// Deployment: its client, what its cache keeps (DeploymentKind.Compact), its
+// fields the Foo owns (those DeploymentFor sets) and their drift.
+// DeploymentRegistration registers DeploymentFor with it.
+var DeploymentKind = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
 	*appsv1ac.DeploymentApplyConfiguration, DeploymentStatus]{
 	Name:     "Deployment",
 	Resource: appsv1.Resource("deployments"),
-	Fields:   fieldsOf("Deployment", deploymentTypeName, Deployment),
+	Fields:   fieldsOf("Deployment", deploymentTypeName, DeploymentFor),
 	Status:   deploymentStatus,
 	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*appsv1.Deployment,
 		*appsv1.DeploymentList, *appsv1ac.DeploymentApplyConfiguration] {

@@ -61,7 +61,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Deployments.Drift(Deployment(foo), Deployments.Cache(d))
+			drift, err := DeploymentKind.Drift(DeploymentFor(foo), DeploymentKind.Compact(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,12 +72,12 @@ func TestDeploymentDrift(t *testing.T) {
 	}
 }
 
-// Deployment is a pure function of the Foo: the same Foo, the same
+// DeploymentFor is a pure function of the Foo: the same Foo, the same
 // Deployment, and a replicas default of 1.
 func TestNewDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	foo.Spec.Replicas = nil
-	d, err := deploymentObject(Deployment(foo))
+	d, err := deploymentObject(DeploymentFor(foo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if drift, err := Deployments.Drift(Deployment(foo), Deployments.Cache(d)); err != nil || len(drift) != 0 {
+	if drift, err := DeploymentKind.Drift(DeploymentFor(foo), DeploymentKind.Compact(d)); err != nil || len(drift) != 0 {
 		t.Errorf("the created Deployment drifts from the desired one in %v (error %v)", drift, err)
 	}
 }
@@ -127,5 +127,5 @@ func transform(obj interface{}) (interface{}, error) {
 	if _, ok := obj.(*samplev1beta1.Foo); ok {
 		return foocache.Transform(obj)
 	}
-	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)
+	return DeploymentKind.TransformFor(samplecontroller.ControllerName)(obj)
 }

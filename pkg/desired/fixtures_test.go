@@ -33,7 +33,7 @@ import (
 func TestOwnedDeploymentIsTheDesiredDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	want := &appsv1.Deployment{}
-	if err := owned.ToObject(desired.Deployment(foo), want); err != nil {
+	if err := owned.ToObject(desired.DeploymentFor(foo), want); err != nil {
 		t.Fatal(err)
 	}
 	got := testfixtures.OwnedDeployment(t, foo)
@@ -47,7 +47,7 @@ func TestWithSyncedStatusIsTheDesiredStatus(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	d := testfixtures.OwnedDeployment(t, foo)
 	got := testfixtures.WithSyncedStatus(t, foo.DeepCopy(), d).Status
-	cached := desired.Deployments.Cache(d)
+	cached := desired.DeploymentKind.Compact(d)
 	foo.Status = got // the condition keeps its transition time when unchanged
 	if want := desired.Status(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("WithSyncedStatus differs from the desired status:\n%s", diff.Diff(want, got))

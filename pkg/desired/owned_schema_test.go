@@ -41,12 +41,13 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/generated/ownedschema"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // clientGoDeploymentType is the Deployment's type in client-go's schema of
 // every built-in type, which pkg/owned parsed before it had the
-// Deployment's part of it alone (ownedSchemaYAML).
+// Deployment's part of it alone (ownedschema.YAML).
 func clientGoDeploymentType(tb testing.TB) typed.ParseableType {
 	tb.Helper()
 	tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(&appsv1.Deployment{
@@ -96,7 +97,7 @@ func TestSubsetSchemaTypesDeploymentsAsClientGoDoes(t *testing.T) {
 	everySpecField := &samplev1beta1.Foo{}
 	everySpecField.Name, everySpecField.Namespace, everySpecField.UID = "every", "default", "uid-every"
 	owned.EveryFieldSet(reflect.ValueOf(&everySpecField.Spec).Elem(), 1)
-	desiredOfEverySpecField, err := deploymentObject(Deployment(everySpecField))
+	desiredOfEverySpecField, err := deploymentObject(DeploymentFor(everySpecField))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 	var fields [2]*owned.Fields
 	for i, s := range []typed.ParseableType{full, subset} {
 		var err error
-		if fields[i], err = probedFields("Deployment", s, Deployment); err != nil {
+		if fields[i], err = probedFields("Deployment", s, DeploymentFor); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +187,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 		wantOwned string // "" for: the same with both, not written out here
 		wantDrift string
 	}{
-		"as a cluster serves it": {completeDeployment(t, foo), cachedCompleteDeployment().Owned, ""},
+		"as a cluster serves it": {completeDeployment(t, foo), cachedCompleteDeployment().Values, ""},
 		"drifted": {func() *appsv1.Deployment {
 			d := completeDeployment(t, foo)
 			d.Spec.Replicas = ptr.To[int32](1)
@@ -205,7 +206,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 				if owned[i], err = f.Values(tc.d); err != nil {
 					t.Fatal(err)
 				}
-				names, err := f.Drift(Deployment(foo), tc.d.Name, owned[i])
+				names, err := f.Drift(DeploymentFor(foo), tc.d.Name, owned[i])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -272,7 +273,7 @@ func BenchmarkDeploymentSchemaParse(b *testing.B) {
 	}
 	for _, bc := range []struct{ name, text string }{
 		{"full", string(fullYAML)},
-		{"subset", ownedSchemaYAML},
+		{"subset", ownedschema.YAML},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -21,6 +21,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -46,18 +48,19 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 	}
 }
 
-// Problems are the Foo's words for what stops the reconcile of an object it
-// owns, of any kind (owned.Problems).
+// NewWriter returns what every write of an object a Foo owns carries: the
+// controller's field manager, a Synced event on the Foo recorded by
+// recorder, and Problems.
+func NewWriter(clientset kubernetes.Interface, recorder record.EventRecorder) *owned.Writer {
+	return &owned.Writer{Clientset: clientset, FieldManager: samplecontroller.ControllerName,
+		Recorder: recorder, SyncedReason: samplecontroller.ReasonSynced, Problems: Problems}
+}
+
+// Problems are the Foo's words for a write of an object it owns, of any
+// kind, that the API server refused (owned.Problems).
 var Problems owned.Problems = problems{}
 
 type problems struct{}
-
-// NameTaken is an object the Foo asks for that exists and is not controlled
-// by the Foo. It is retried with backoff: the name may be freed by someone
-// the controller does not watch.
-func (problems) NameTaken(kind string, object metav1.Object) error {
-	return NameTakenProblem(kind, object)
-}
 
 // Refused is a write of an object the Foo owns that the API server refused
 // for a reason its user must address (owned.IsRefused): a quota exceeded,
@@ -78,7 +81,9 @@ func (problems) Refused(action, kind, name string, err error) error {
 	}
 }
 
-// NameTakenProblem is Problems.NameTaken.
+// NameTakenProblem is an object the Foo asks for that exists and is not
+// controlled by the Foo: it is never modified. It is retried with backoff:
+// the name may be freed by someone the controller does not watch.
 func NameTakenProblem(kind string, object metav1.Object) *Problem {
 	owner := "no Foo"
 	if ref := owned.ControllerRef(object, samplecontroller.FooGroupKind); ref != nil {

@@ -56,7 +56,7 @@ func TestReadyCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			got := ReadyCondition(foo, Deployments.Cache(d))
+			got := ReadyCondition(foo, DeploymentKind.Compact(d))
 			if got.Type != samplecontroller.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
@@ -89,7 +89,7 @@ func TestEqualIgnoringTransitionTimes(t *testing.T) {
 // new one. The Foo passed in is not modified.
 func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
-	d := Deployments.Cache(testfixtures.OwnedDeployment(t, foo))
+	d := DeploymentKind.Compact(testfixtures.OwnedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplecontroller.ReasonAvailable, LastTransitionTime: long}}

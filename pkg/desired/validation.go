@@ -46,6 +46,15 @@ func ValidateSpec(spec *samplev1beta1.FooSpec) field.ErrorList {
 	return errs
 }
 
+// CheckSpec is ValidateSpec as the controller reports it: nil for a valid
+// spec, else a problem (InvalidSpecProblem).
+func CheckSpec(spec *samplev1beta1.FooSpec) error {
+	if errs := ValidateSpec(spec); len(errs) > 0 {
+		return InvalidSpecProblem(errs)
+	}
+	return nil
+}
+
 // Replicas is the replica count a valid spec asks for: the API server
 // defaults an omitted spec.replicas to MinReplicas, and so does the controller
 // for CRDs without that default.

@@ -119,3 +119,9 @@ func indexByDeploymentName(obj interface{}) ([]string, error) {
 	}
 	return []string{foo.Namespace + "/" + foo.Spec.Deployment.Name}, nil
 }
+
+// AskingFor returns the Foos in indexer, the Foo cache, that ask for the
+// Deployment name of object, whatever its kind (ByDeploymentName).
+func AskingFor(indexer cache.Indexer, object metav1.Object) ([]interface{}, error) {
+	return indexer.ByIndex(ByDeploymentName, object.GetNamespace()+"/"+object.GetName())
+}

@@ -115,9 +115,16 @@ func (q *Queue) AddToBacklog(key cache.ObjectName) {
 	q.backlog.Add(key)
 }
 
-// Get takes the next key for a worker, as the rate-limited queue's Get does.
+// Get takes the next key for a worker, as the rate-limited queue's Get
+// does, except that once ShutDown is called it hands out no key, however
+// many wait: a worker shutting down finishes the key in hand and takes no
+// other.
 func (q *Queue) Get() (cache.ObjectName, bool) {
 	key, shutdown := q.TypedRateLimitingInterface.Get()
+	if !shutdown && q.ShuttingDown() {
+		q.Done(key)
+		return cache.ObjectName{}, true
+	}
 	select {
 	case q.taken <- struct{}{}:
 	default: // the feeder has a signal pending already

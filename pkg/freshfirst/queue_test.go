@@ -149,3 +149,20 @@ func TestRetryWaitsForItsBackoff(t *testing.T) {
 		t.Errorf("requeues %d, want 7", n)
 	}
 }
+
+// Once shut down, the queue hands out no key, however many wait: a worker
+// shutting down takes no other Foo, and its key in hand is still Done.
+func TestShutDownHandsOutNoMoreKeys(t *testing.T) {
+	q := New()
+	q.Add(key("a"))
+	q.Add(key("b"))
+	inHand, _ := q.Get()
+	q.ShutDown()
+	if k, shutdown := q.Get(); !shutdown {
+		t.Fatalf("took %s after ShutDown, want none", k)
+	}
+	q.Done(inHand)
+	if k, shutdown := q.Get(); !shutdown {
+		t.Fatalf("took %s after ShutDown and Done, want none", k)
+	}
+}

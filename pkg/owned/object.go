@@ -19,11 +19,9 @@ limitations under the License.
 // object (Object), which of its fields are the controller's and how they
 // drifted (Fields), which owner controls it (ControllerRef), the informer
 // that watches the objects the controller manages (NewInformer), and the
-// writes that make them what their owner asks for (Own registers a kind
-// with the function of its desired state; Kind.Ensure creates the object,
-// refuses one another owner controls, or repairs its drift, and
-// Kind.DeleteStale deletes the owner's objects under an old name). A kind
-// is described once (Kind) and everything here works for it; nothing here
+// steps of their sync that write (Create, Repair, DeleteStale). A kind is
+// described once (Kind), registered with the function of the object an
+// owner asks for (Register), and everything here works for it; nothing here
 // names a kind or the Foo's type.
 package owned
 
@@ -56,7 +54,7 @@ import (
 // cached with no edit here; of the status, what the kind's Status function
 // reads. Objects the controller gets from the API directly (the result of a
 // create or an apply, a GET) are complete; they are read through the same
-// Kind.Cache, so the controller judges every object by the same few fields.
+// Kind.Compact, so the controller judges every object by the same few fields.
 //
 // It is rebuilt from an allow-list of the object's fields, so whatever a
 // newer API version adds is dropped by default, and an Object passes through
@@ -81,30 +79,30 @@ type Object[S any] struct {
 	// (has the kind's own controller seen the latest spec?) and the
 	// controller reference alone among the owner references (which owner
 	// controls it: the event handlers, the controller-UID index,
-	// ControlledBy). Its Labels stay empty: Owned has what is read of them.
+	// ControlledBy). Its Labels stay empty: Values has what is read of them.
 	// Embedding it makes an Object a metav1.Object, which the informer's
 	// keys and tombstones need.
 	metav1.ObjectMeta
 
-	// Owned holds, as JSON, the object's values at the fields the
+	// Values holds, as JSON, the object's values at the fields the
 	// controller owns (Fields.Values), and only those: another team's
 	// labels, containers and defaults are not kept. Kind.Drift compares the
 	// desired values with them. Empty only when they could not be encoded,
 	// which Drift reports.
-	Owned string
+	Values string
 
 	// Status is what the controller reads of the object's status. S holds
 	// values only (no pointer, slice or map): a copy of an Object is a deep
 	// copy.
 	Status S
 
-	// UpdateOwned: the object's managedFields record fields under the
+	// ManagedByUpdate: the object's managedFields record fields under the
 	// controller's field manager as an update, not an apply, as a plain
 	// create records what it set (and an older release of the controller,
 	// or a hand-made object it adopted, may have left). A forced apply gives
 	// up only what its manager's apply owned: the repair hands the fields
 	// over first (Kind.handToApply).
-	UpdateOwned bool
+	ManagedByUpdate bool
 }
 
 // An Object is a runtime.Object, as client-go expects of what an informer
@@ -125,7 +123,7 @@ func (o *Object[S]) DeepCopy() *Object[S] {
 	if o == nil {
 		return nil
 	}
-	out := *o // Owned is a string and Status holds values only
+	out := *o // Values is a string and Status holds values only
 	o.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
@@ -146,12 +144,12 @@ type Kind[T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
 	Client func(clientset kubernetes.Interface, namespace string) Client[T, L, AC]
 }
 
-// Cache returns what the cache keeps of obj. obj is not modified, and the
+// Compact returns what the cache keeps of obj, its Object. obj is not modified, and the
 // result shares none of its structs, maps or slices (only strings, which
 // the decoders allocate one by one), so obj can be collected at once.
-func (k *Kind[T, L, AC, S]) Cache(obj T) *Object[S] {
+func (k *Kind[T, L, AC, S]) Compact(obj T) *Object[S] {
 	meta := any(obj).(metav1.Object)
-	// An error leaves Owned empty, and Drift reports it where it can be
+	// An error leaves Values empty, and Drift reports it where it can be
 	// returned: the sync of the Foo.
 	var values string
 	if fields, err := k.Fields(); err == nil {
@@ -166,26 +164,26 @@ func (k *Kind[T, L, AC, S]) Cache(obj T) *Object[S] {
 			Generation:      meta.GetGeneration(),
 			OwnerReferences: controllerReferenceOnly(meta.GetOwnerReferences()),
 		},
-		Owned:  values,
+		Values: values,
 		Status: k.Status(obj),
 	}
 }
 
-// CacheFor is Cache for a controller whose field manager is manager: it
+// CompactFor is Compact for a controller whose field manager is manager: it
 // also records whether manager's fields are still an update's
-// (UpdateOwned).
-func (k *Kind[T, L, AC, S]) CacheFor(obj T, manager string) *Object[S] {
-	cached := k.Cache(obj)
+// (ManagedByUpdate).
+func (k *Kind[T, L, AC, S]) CompactFor(obj T, manager string) *Object[S] {
+	cached := k.Compact(obj)
 	for _, entry := range any(obj).(metav1.Object).GetManagedFields() {
 		if entry.Manager == manager && entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" {
-			cached.UpdateOwned = true
+			cached.ManagedByUpdate = true
 		}
 	}
 	return cached
 }
 
 // TransformFor is the transform of the kind's informer for a controller
-// whose field manager is manager: it turns a T into its Object (CacheFor);
+// whose field manager is manager: it turns a T into its Object (CompactFor);
 // anything else, an Object or a cache.DeletedFinalStateUnknown tombstone
 // (whose object was turned when it entered the cache) among them, passes
 // through unchanged.
@@ -193,7 +191,7 @@ func (k *Kind[T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
 		if o, ok := obj.(T); ok {
 			if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
-				return k.CacheFor(o, manager), nil
+				return k.CompactFor(o, manager), nil
 			}
 		}
 		return obj, nil
@@ -207,7 +205,7 @@ func (k *Kind[T, L, AC, S]) Drift(desired interface{}, actual *Object[S]) ([]str
 	if err != nil {
 		return nil, err
 	}
-	return fields.Drift(desired, actual.Namespace+"/"+actual.Name, actual.Owned)
+	return fields.Drift(desired, actual.Namespace+"/"+actual.Name, actual.Values)
 }
 
 // Get returns the object of that name from indexer, the cache of the kind's

@@ -110,9 +110,9 @@ func metricsHandler(profiling bool) http.Handler {
 // Probes are the controller's checks. Liveness fails when, with leader
 // election, a leader stops renewing its Lease (watchdog); readiness waits for
 // synced, the informer caches, so a standby is ready as soon as it could
-// take over.
+// take over, and for whatever else more checks (the conversion webhook's).
 func Probes(
-	leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool,
+	leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool, more ...Check,
 ) (liveness, readiness []Check) {
 	liveness = []Check{{Name: "ping", Check: func(*http.Request) error { return nil }}}
 	if leaderElection {
@@ -124,7 +124,7 @@ func Probes(
 		}
 		return nil
 	}}}
-	return liveness, readiness
+	return liveness, append(readiness, more...)
 }
 
 // ServeProbes serves /healthz (liveness) and /readyz (readiness) on addr over

@@ -43,8 +43,15 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 )
 
+// Lister lists Foos: client-go's typed client of them in a namespace, such
+// as SamplecontrollerV1beta1().Foos(namespace), whatever the version.
+type Lister[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+}
+
 // RememberFoosChangedWhileStandby compares the Foos in cached, the Foo
-// informer's store, with those list pages through, the API server: it adds
+// informer's store, with those foos lists page by page, the API server
+// (client-go's typed client of the Foos the informer watches): it adds
 // to deleted the Foos the API server no longer has, and to outdated those it
 // holds in another version than the cache. It reads each Foo's UID and
 // resourceVersion alone, so a new version of the API changes nothing here.
@@ -53,10 +60,13 @@ import (
 // that was cached before that list began is certainly gone if the list does
 // not have it, and certainly outdated if the list has another version of it.
 // A Foo cached only after the list began is left alone: it may be newer.
-func RememberFoosChangedWhileStandby(
-	ctx context.Context, cached cache.Store, list pager.ListPageFunc,
+func RememberFoosChangedWhileStandby[L runtime.Object](
+	ctx context.Context, cached cache.Store, foos Lister[L],
 	deleted *expectations.DeletedFoos, outdated *expectations.ReplacedVersions,
 ) error {
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return foos.List(ctx, opts)
+	}
 	before := cached.List()
 	// What the API server's list holds of each Foo, by UID: its version and
 	// generation, not the Foo, so that its pages are collected as they go.

@@ -75,7 +75,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.SamplecontrollerV1beta1().Foos("").List(ctx, opts)
 	}
-	err := RememberFoosChangedWhileStandby(ctx, indexer, list, &deleted, &outdated)
+	err := RememberFoosChangedWhileStandby(ctx, indexer, listFunc(list), &deleted, &outdated)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,4 +98,11 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	if outdated.CacheIsBehind(scaledOnServer) {
 		t.Error("the API server's version of the scaled Foo counts as outdated")
 	}
+}
+
+// listFunc lists as a typed client does.
+type listFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+
+func (f listFunc) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return f(ctx, opts)
 }

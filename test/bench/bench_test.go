@@ -298,11 +298,11 @@ func (b *bench) waitQuiet(timeout time.Duration, count func(context.Context) (fl
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
 // benchDeployment is the Deployment the controller creates for foo
-// (desired.Deployment): the floor writes exactly what the controller
+// (desired.DeploymentFor): the floor writes exactly what the controller
 // writes.
 func benchDeployment(foo *samplev1beta1.Foo) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	return d, owned.ToObject(desired.Deployment(foo), d)
+	return d, owned.ToObject(desired.DeploymentFor(foo), d)
 }
 
 // unrelatedDeployment has the shape of the controller's Deployments but is

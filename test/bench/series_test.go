@@ -147,7 +147,7 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 			return err
 		}
 		// The status the controller writes for a Deployment just created.
-		cached := desired.Deployments.Cache(d)
+		cached := desired.DeploymentKind.Compact(d)
 		patch, err := json.Marshal(map[string]interface{}{"status": desired.Status(foo, cached, desired.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err

@@ -60,7 +60,7 @@ var mappedFoos = map[string]mappedFoo{
 	"deployment name of 64":  {"d64", strings.Repeat("d", 64), int32p(1), "d64"},
 }
 
-// The Deployment the controller asks for (desired.Deployment), for
+// The Deployment the controller asks for (desired.DeploymentFor), for
 // Foos at the edges of what the API server accepts (long and dotted names, 1
 // and 10 replicas, the default), is accepted by the API server both ways the
 // controller sends it: as the object of a create, and as the body of a forced
@@ -75,7 +75,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			foo := newFoo(ns, tc.name, tc.deploymentName, tc.replicas)
 			foo.UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
-			want := desired.Deployment(foo)
+			want := desired.DeploymentFor(foo)
 			object := &appsv1.Deployment{}
 			err := owned.ToObject(want, object)
 			if err != nil {

@@ -148,7 +148,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	ensureStandardCRD(t)
 	foo := createFoo(t, newFoo(ns, "stale", "stale", int32p(1)))
 	object := &appsv1.Deployment{}
-	err := owned.ToObject(desired.Deployment(foo), object)
+	err := owned.ToObject(desired.DeploymentFor(foo), object)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +160,14 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	scaledFoo := foo.DeepCopy()
 	scaledFoo.Spec.Replicas = int32p(3)
 	var scaled *appsv1.Deployment
-	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.Deployment(scaledFoo), &scaled))
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.DeploymentFor(scaledFoo), &scaled))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The stale replica still sees the first version and asks for 1.
 	_, err = deployments.Apply(context.Background(),
-		desired.Deployment(foo).WithResourceVersion(seen.ResourceVersion),
+		desired.DeploymentFor(foo).WithResourceVersion(seen.ResourceVersion),
 		metav1.ApplyOptions{FieldManager: samplecontroller.ControllerName, Force: true})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("apply on resourceVersion %s after %s: %v, want 409 Conflict", seen.ResourceVersion, scaled.ResourceVersion, err)
@@ -187,7 +187,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// deployment controller may write the status between the read and the
 	// apply, which makes that version stale too: then read again.
 	var applied *appsv1.Deployment
-	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.Deployment(foo), &applied))
+	err = retry.RetryOnConflict(retry.DefaultRetry, applyOnCurrentVersion(ns, desired.DeploymentFor(foo), &applied))
 	if err != nil {
 		t.Fatalf("apply on the current resourceVersion: %v", err)
 	}

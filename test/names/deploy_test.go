@@ -234,14 +234,14 @@ func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 // taken, a server-side apply (patch) to repair, a delete after a rename.
 var ownedKindVerbs = []string{"list", "watch", "create", "get", "patch", "delete"}
 
-// Owning a kind is its registration (desired.Owned) and its RBAC rule: the
+// Owning a kind is its registration (desired.Kinds) and its RBAC rule: the
 // ClusterRole grants each kind a Foo owns exactly the calls the controller
 // makes on it, so a registration without its rule fails here, not on a
 // cluster.
 func TestClusterRoleGrantsEveryOwnedKind(t *testing.T) {
 	var role rbacv1.ClusterRole
 	decode(t, "clusterrole.yaml", &role)
-	for _, kind := range desired.Owned {
+	for _, kind := range desired.Kinds {
 		var got []string
 		for _, rule := range role.Rules {
 			if slices.Contains(rule.APIGroups, kind.Resource().Group) && slices.Contains(rule.Resources, kind.Resource().Resource) {

@@ -122,12 +122,12 @@ func servedService(t *testing.T, w *metav1.PartialObjectMetadata, name string) *
 }
 
 // serviceFixture is a fake API server holding services, a cache holding
-// them as the informer would, and the Writes of a Widget's controller.
+// them as the informer would, and the Writer of a Widget's controller.
 type serviceFixture struct {
 	client   *k8sfake.Clientset
 	indexer  cache.Indexer
 	recorder *record.FakeRecorder
-	writes   *owned.Writes
+	writer   *owned.Writer
 }
 
 func newServiceFixture(t *testing.T, served ...*corev1.Service) *serviceFixture {
@@ -136,12 +136,12 @@ func newServiceFixture(t *testing.T, served ...*corev1.Service) *serviceFixture 
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, owned.Indexers(widgetKind))
 	for _, s := range served {
 		objects = append(objects, s.DeepCopy())
-		if err := indexer.Add(services.Cache(s)); err != nil {
+		if err := indexer.Add(services.Compact(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f := &serviceFixture{client: k8sfake.NewClientset(objects...), indexer: indexer, recorder: record.NewFakeRecorder(10)}
-	f.writes = &owned.Writes{Clientset: f.client, FieldManager: "widget-controller", OwnerKind: widgetKind,
+	f.writer = &owned.Writer{Clientset: f.client, FieldManager: "widget-controller",
 		Recorder: f.recorder, SyncedReason: "Synced", Problems: problems{}}
 	return f
 }
@@ -160,8 +160,28 @@ func (f *serviceFixture) reconcileAsking(t *testing.T, w *metav1.PartialObjectMe
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f.client.ClearActions()
-	_, err := owned.Own(services, desired).Reconcile(ctx, f.writes, f.indexer, w)
-	return err
+	return syncService(ctx, owned.Register(services, desired), f.writer, f.indexer, w)
+}
+
+// syncService runs the steps of a sync on the Service w asks for, as the
+// syncOwned in the repository root does on each kind a Foo owns.
+func syncService(ctx context.Context, kind owned.Registration[*metav1.PartialObjectMetadata], writer *owned.Writer,
+	indexer cache.Indexer, w *metav1.PartialObjectMetadata) error {
+	want := kind.Desired(w)
+	object, err := kind.Get(indexer, w.Namespace, want.Name)
+	if apierrors.IsNotFound(err) {
+		object, err = kind.Create(ctx, writer, w, want)
+	}
+	if err != nil {
+		return err
+	}
+	if !owned.ControlledBy(object, w, widgetKind) {
+		return problems{}.NameTaken(kind.Kind(), object)
+	}
+	if _, err := kind.Repair(ctx, writer, w, want, object); err != nil {
+		return err
+	}
+	return kind.DeleteStale(ctx, writer, indexer, w, want.Name)
 }
 
 // expect checks the writes made and the events recorded, in order.
@@ -258,7 +278,7 @@ func TestAnotherKindCreatedGivesUpAValueTheOwnerStopsAskingFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cached.(*owned.Object[struct{}]).UpdateOwned {
+	if !cached.(*owned.Object[struct{}]).ManagedByUpdate {
 		t.Error("the cached Service does not say its fields are the controller's update")
 	}
 	if err := f.indexer.Add(cached); err != nil {
@@ -292,7 +312,7 @@ func TestAnotherKindChangedSinceCachedIsNotHandedOver(t *testing.T) {
 	s := servedService(t, widget(), "web")
 	s.Spec.Selector["app"] = "another"
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "widget-controller", Operation: "Update"}}
-	cached := services.CacheFor(s, "widget-controller")
+	cached := services.CompactFor(s, "widget-controller")
 	s.ResourceVersion = "2"
 	f := newServiceFixture(t, s)
 	if err := f.indexer.Update(cached); err != nil {

@@ -30,36 +30,38 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/generated/ownedschema"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
-// Owned are the kinds a Foo owns, each registered once with its desired
-// state: the controller watches, caches, creates, repairs, refuses and
-// cleans up each of them the same way (pkg/owned). Owning another kind is
-// its registration here (a Kind and a pure function from the Foo to its
-// apply configuration), its schema (a -kind in hack/update-codegen.sh) and
-// its RBAC rule (artifacts/deploy/clusterrole.yaml, which test/names holds
-// to this list). The Deployment is the one whose status the Foo's reports.
-var Owned = []owned.Owned[*samplev1beta1.Foo]{
-	OwnsDeployment,
+// Kinds are the kinds a Foo owns, each registered once with its desired
+// state: the controller watches and caches each of them, and takes each
+// through the same steps of its sync (syncOwned in the repository root,
+// over pkg/owned). Owning another kind is its registration here (its Kind
+// and a pure function from the Foo to its apply configuration, joined by
+// owned.Register), its schema (a -kind in hack/update-codegen.sh) and its
+// RBAC rule (artifacts/deploy/clusterrole.yaml, which test/names holds to
+// this list). The Deployment is the one whose status the Foo's reports.
+var Kinds = []owned.Registration[*samplev1beta1.Foo]{
+	DeploymentRegistration,
 }
 
-// OwnsDeployment registers the Deployment a Foo asks for (Deployment) with
-// the Deployment's Kind.
-var OwnsDeployment = owned.Own(Deployments, Deployment)
+// DeploymentRegistration registers the Deployment a Foo asks for
+// (DeploymentFor) with the Deployment's Kind (DeploymentKind).
+var DeploymentRegistration = owned.Register(DeploymentKind, DeploymentFor)
 
 // OwnedInformer is a kind a Foo owns and the controller's informer of it.
 type OwnedInformer struct {
-	Kind     owned.Owned[*samplev1beta1.Foo]
-	Informer cache.SharedIndexInformer
+	Registration owned.Registration[*samplev1beta1.Foo]
+	Informer     cache.SharedIndexInformer
 }
 
 // NewOwnedInformers returns the controller's informer of each of kinds (in
-// production, Owned), in order: the objects of that kind the controller
+// production, Kinds), in order: the objects of that kind the controller
 // manages (labelled LabelManagedBy) in namespace ("" for all), each cached
 // as its owned.Object and indexed by the Foo that controls it.
 func NewOwnedInformers(
-	kinds []owned.Owned[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
+	kinds []owned.Registration[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
 	resyncPeriod time.Duration,
 ) ([]OwnedInformer, error) {
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
@@ -70,20 +72,20 @@ func NewOwnedInformers(
 		if err != nil {
 			return nil, fmt.Errorf("the %s informer: %w", kind.Kind(), err)
 		}
-		informers = append(informers, OwnedInformer{Kind: kind, Informer: informer})
+		informers = append(informers, OwnedInformer{Registration: kind, Informer: informer})
 	}
 	return informers, nil
 }
 
 // ownedSchema is the server-side apply schema of the kinds a Foo owns
-// (ownedSchemaYAML, which hack/owned-schema cuts out of client-go's schema
+// (ownedschema.YAML, which hack/owned-schema cuts out of client-go's schema
 // of every built-in type), parsed once per process: parsing all of
 // client-go's, as applyconfigurations.NewTypeConverter does, costs memory
 // and start time for types the controller never reads (docs/performance.md);
 // TestSubsetSchemaTypesDeploymentsAsClientGoDoes holds the part to typing
 // Deployments as the whole does.
 var ownedSchema = sync.OnceValues(func() (*typed.Parser, error) {
-	return typed.NewParser(typed.YAMLObject(ownedSchemaYAML))
+	return typed.NewParser(typed.YAMLObject(ownedschema.YAML))
 })
 
 // fieldsOf returns the fields of kind that desired sets, found once: kind's

@@ -38,12 +38,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// What every owned kind needs written, once: the object an owner asks for
-// is created if missing, repaired where a field the controller owns drifted,
-// refused if another controls its name, and the owner's objects under a name
-// it no longer asks for are deleted, each write with an event on the owner.
-// The writes read the cache and write only differences: an owner whose
-// objects are right costs no API call.
+// The steps of the sync of one object an owner owns, written once for every
+// kind, in upstream's order: read it from the cache (Get),
+// create it if missing (Create), leave it alone if another controls its name
+// (the caller's check, ControlledBy), repair the fields the controller owns
+// where they drifted (Repair), then delete the owner's objects under a name
+// it no longer asks for (DeleteStale), each write with an event on the
+// owner. The steps read the cache and write only differences: an owner
+// whose objects are right costs no API call. The controller calls them
+// itself, so that each is a line a reader can point to; Registration hands
+// them out whatever the kind, without type parameters.
 
 // Client is client-go's typed client of one kind in one namespace, such as
 // clientset.AppsV1().Deployments(namespace).
@@ -70,28 +74,24 @@ type Owner interface {
 	runtime.Object
 }
 
-// Writes is how a controller writes the objects its owners own: what is the
-// controller's, not a kind's.
-type Writes struct {
+// Writer is what every write of the objects owners own carries that is the
+// controller's, not a kind's: its client, field manager and events, and
+// its words for a refused write.
+type Writer struct {
 	Clientset kubernetes.Interface
 	// FieldManager signs every write: server-side apply's manager of the
 	// fields the controller owns.
 	FieldManager string
-	// OwnerKind is the owners' group and kind (ControlledBy).
-	OwnerKind schema.GroupKind
 	// Recorder records a Normal event of reason SyncedReason on the owner
 	// for every write.
 	Recorder     record.EventRecorder
 	SyncedReason string
-	// Problems says what stops a reconcile in words for the owner's user.
+	// Problems says what stops a sync in words for the owner's user.
 	Problems Problems
 }
 
-// Problems turn what stops a reconcile into errors its owner's user reads.
+// Problems turn what stops a sync into errors its owner's user reads.
 type Problems interface {
-	// NameTaken is an object of the name the owner asks for that the owner
-	// does not control: it is never modified.
-	NameTaken(kind string, object metav1.Object) error
 	// Refused is a write (action: "create", "update" or "delete") the API
 	// server refused for a reason the user must address (IsRefused).
 	Refused(action, kind, name string, err error) error
@@ -107,9 +107,11 @@ func IsRefused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
-// Owned is a kind of object owners of type O own, registered with Own: what
-// a controller needs of it, whatever the kind.
-type Owned[O Owner] interface {
+// Registration is a kind of object owners of type O own, registered with
+// Register: what a controller needs of it, whatever the kind, the steps of
+// its sync among it. An object goes in and out of the steps as a
+// metav1.Object: the kind's Object, as its cache holds it.
+type Registration[O Owner] interface {
 	// Kind is the kind, as messages name it.
 	Kind() string
 	// Resource is the kind's group and resource, as RBAC rules and audit
@@ -121,52 +123,118 @@ type Owned[O Owner] interface {
 	// owner that controls it.
 	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, fieldManager string,
 		ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
-	// Reconcile makes the object owner asks for what it asks for, then
-	// deletes those it controls under another name, reading the informer's
-	// cache, indexer. It returns the object as the controller last saw it.
-	Reconcile(ctx context.Context, w *Writes, indexer cache.Indexer, owner O) (metav1.Object, error)
+
+	// Desired is the object owner asks for: the registered function's.
+	Desired(owner O) Desired
+	// Get reads the object of that name from indexer, the cache of the
+	// kind's informer, as a lister would: a NotFound error if it is not
+	// there.
+	Get(indexer cache.Indexer, namespace, name string) (metav1.Object, error)
+	// Create creates the desired object, missing from the cache (Kind.Create).
+	Create(ctx context.Context, w *Writer, owner O, desired Desired) (metav1.Object, error)
+	// Repair applies the desired object where a field the controller owns
+	// drifted in obj, and returns the object as it then is (Kind.Repair).
+	Repair(ctx context.Context, w *Writer, owner O, desired Desired, obj metav1.Object) (metav1.Object, error)
+	// DeleteStale deletes the objects owner controls under another name than
+	// keep (Kind.DeleteStale).
+	DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner O, keep string) error
 }
 
-// Own registers kind k, whose object an owner of type O asks for is
+// Desired is the object an owner asks for, of one registered kind.
+type Desired struct {
+	// Name is the object's name, in the owner's namespace.
+	Name string
+	// ApplyConfiguration is the object as the registered function returned
+	// it: the kind's apply configuration, which names exactly the fields
+	// the controller owns.
+	ApplyConfiguration any
+}
+
+// Register registers kind k, whose object an owner of type O asks for is
 // desired(owner), a pure function that names exactly the fields the
 // controller owns.
-func Own[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any](
+func Register[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any](
 	k *Kind[T, L, AC, S], desired func(O) AC,
-) Owned[O] {
-	return &owns[O, T, L, AC, S]{kind: k, desired: desired}
+) Registration[O] {
+	return &registration[O, T, L, AC, S]{kind: k, desired: desired}
 }
 
-type owns[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
+type registration[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
 	kind    *Kind[T, L, AC, S]
 	desired func(O) AC
 }
 
-func (o *owns[O, T, L, AC, S]) Kind() string { return o.kind.Name }
+func (r *registration[O, T, L, AC, S]) Kind() string { return r.kind.Name }
 
-func (o *owns[O, T, L, AC, S]) Resource() schema.GroupResource { return o.kind.Resource }
+func (r *registration[O, T, L, AC, S]) Resource() schema.GroupResource { return r.kind.Resource }
 
-func (o *owns[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set,
-	fieldManager string, ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error) {
-	return NewInformer(o.kind, o.kind.Client(clientset, namespace), clientset, managedBy, fieldManager,
-		o.kind.newObject(), resyncPeriod, Indexers(ownerKind))
+func (r *registration[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string,
+	managedBy labels.Set, fieldManager string, ownerKind schema.GroupKind, resyncPeriod time.Duration,
+) (cache.SharedIndexInformer, error) {
+	return NewInformer(r.kind, r.kind.Client(clientset, namespace), clientset, managedBy, fieldManager,
+		r.kind.newObject(), resyncPeriod, Indexers(ownerKind))
 }
 
-func (o *owns[O, T, L, AC, S]) Reconcile(ctx context.Context, w *Writes, indexer cache.Indexer,
-	owner O) (metav1.Object, error) {
-	desired := o.desired(owner)
+func (r *registration[O, T, L, AC, S]) Desired(owner O) Desired {
+	ac := r.desired(owner)
 	name := ""
-	if n := desired.GetName(); n != nil {
+	if n := ac.GetName(); n != nil {
 		name = *n
 	}
-	obj, err := o.kind.Ensure(ctx, w, indexer, owner, name, desired)
+	return Desired{Name: name, ApplyConfiguration: ac}
+}
+
+func (r *registration[O, T, L, AC, S]) Get(indexer cache.Indexer, namespace, name string) (metav1.Object, error) {
+	obj, err := r.kind.Get(indexer, namespace, name)
+	if err != nil {
+		return nil, err // not a nil *Object[S] in a non-nil interface
+	}
+	return obj, nil
+}
+
+func (r *registration[O, T, L, AC, S]) Create(ctx context.Context, w *Writer, owner O,
+	desired Desired) (metav1.Object, error) {
+	ac, err := r.applyConfiguration(desired)
 	if err != nil {
 		return nil, err
 	}
-	// Only now: a rename never leaves the owner without the object.
-	if err := o.kind.DeleteStale(ctx, w, indexer, owner, name); err != nil {
+	obj, err := r.kind.Create(ctx, w, owner, desired.Name, ac)
+	if err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+func (r *registration[O, T, L, AC, S]) Repair(ctx context.Context, w *Writer, owner O, desired Desired,
+	obj metav1.Object) (metav1.Object, error) {
+	ac, err := r.applyConfiguration(desired)
+	if err != nil {
+		return nil, err
+	}
+	cached, ok := obj.(*Object[S])
+	if !ok {
+		return nil, fmt.Errorf("%s %s is a %T, not what its cache holds", r.kind.Name, obj.GetName(), obj)
+	}
+	repaired, err := r.kind.Repair(ctx, w, owner, ac, cached)
+	if err != nil {
+		return nil, err
+	}
+	return repaired, nil
+}
+
+func (r *registration[O, T, L, AC, S]) DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner O,
+	keep string) error {
+	return r.kind.DeleteStale(ctx, w, indexer, owner, keep)
+}
+
+// applyConfiguration is the kind's apply configuration in desired.
+func (r *registration[O, T, L, AC, S]) applyConfiguration(desired Desired) (AC, error) {
+	ac, ok := desired.ApplyConfiguration.(AC)
+	if !ok {
+		return ac, fmt.Errorf("the desired %s is a %T, not the kind's apply configuration",
+			r.kind.Name, desired.ApplyConfiguration)
+	}
+	return ac, nil
 }
 
 // newObject returns a new, empty T.
@@ -175,54 +243,42 @@ func (k *Kind[T, L, AC, S]) newObject() T {
 	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 }
 
-// Ensure makes the object name exist as desired says, and returns what the
-// cache keeps of it. An object of that name the owner does not control is
-// never modified: that is a problem (Problems.NameTaken).
-func (k *Kind[T, L, AC, S]) Ensure(ctx context.Context, w *Writes, indexer cache.Indexer, owner Owner,
-	name string, desired AC) (*Object[S], error) {
-	client := k.Client(w.Clientset, owner.GetNamespace())
-	obj, err := k.Get(indexer, owner.GetNamespace(), name)
-	if apierrors.IsNotFound(err) {
-		obj, err = k.create(ctx, w, client, owner, desired)
-		refused := IsRefused(err)
-		if !apierrors.IsAlreadyExists(err) && !refused {
-			return obj, err
-		}
-		// Taken and uncached (no label of ours), or refused: a quota at its limit refuses a
-		// create of the one we made that the cache has not shown yet. Judge the API server's copy.
-		served, getErr := client.Get(ctx, name, metav1.GetOptions{})
-		if refused && apierrors.IsNotFound(getErr) {
-			return nil, w.Problems.Refused("create", k.Name, name, err)
-		}
-		if err = getErr; err == nil {
-			obj = k.CacheFor(served, w.FieldManager)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !ControlledBy(obj, owner, w.OwnerKind) {
-		return nil, w.Problems.NameTaken(k.Name, obj)
-	}
-	return k.repair(ctx, w, client, owner, desired, obj)
-}
-
-// create creates the desired object: a plain create, as an apply would take
-// over an object of that name the cache does not see.
-func (k *Kind[T, L, AC, S]) create(ctx context.Context, w *Writes, client Client[T, L, AC], owner Owner,
+// Create creates the object name as desired says, missing from the cache,
+// and returns what the cache keeps of it: a plain create, as an apply would
+// take over an object of that name the cache does not see. If the name is
+// taken by such an object (it lacks the controller's label), or the create
+// is refused, as a quota at its limit refuses a second create of the one the
+// controller made and the cache has not shown yet, it returns the API
+// server's copy of the object of that name, whose controller the caller
+// checks; a refused create of a name nobody has is a problem
+// (Problems.Refused).
+func (k *Kind[T, L, AC, S]) Create(ctx context.Context, w *Writer, owner Owner, name string,
 	desired AC) (*Object[S], error) {
+	client := k.Client(w.Clientset, owner.GetNamespace())
 	object := k.newObject()
 	if err := ToObject(desired, object); err != nil {
 		return nil, err
 	}
 	created, err := client.Create(ctx, object, metav1.CreateOptions{FieldManager: w.FieldManager})
-	if err != nil {
+	if err == nil {
+		cached := k.CompactFor(created, w.FieldManager)
+		klog.FromContext(ctx).V(2).Info("Created "+k.Name, "object", klog.KObj(cached))
+		w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", k.Name, cached.Name)
+		return cached, nil
+	}
+	refused := IsRefused(err)
+	if !apierrors.IsAlreadyExists(err) && !refused {
 		return nil, err
 	}
-	cached := k.CacheFor(created, w.FieldManager)
-	klog.FromContext(ctx).V(2).Info("Created "+k.Name, "object", klog.KObj(cached))
-	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", k.Name, cached.Name)
-	return cached, nil
+	// Taken and uncached, or refused: judge the API server's copy.
+	served, getErr := client.Get(ctx, name, metav1.GetOptions{})
+	if refused && apierrors.IsNotFound(getErr) {
+		return nil, w.Problems.Refused("create", k.Name, name, err)
+	}
+	if getErr != nil {
+		return nil, getErr
+	}
+	return k.CompactFor(served, w.FieldManager), nil
 }
 
 // handToApply makes the fields obj records under the controller's field
@@ -235,7 +291,7 @@ func (k *Kind[T, L, AC, S]) create(ctx context.Context, w *Writes, client Client
 // apply; the cache does not keep managedFields, so they are read from the
 // API server first. Once per object, at its first repair: a create is not
 // followed by a write that nothing may need.
-func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writes, client Client[T, L, AC],
+func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writer, client Client[T, L, AC],
 	obj *Object[S]) (*Object[S], error) {
 	served, err := client.Get(ctx, obj.Name, metav1.GetOptions{})
 	if err != nil {
@@ -257,12 +313,16 @@ func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writes, client C
 	}
 	klog.FromContext(ctx).V(2).Info("Handed "+k.Name+"'s fields from the field manager's update to its apply",
 		"object", klog.KObj(obj))
-	return k.CacheFor(patched, w.FieldManager), nil
+	return k.CompactFor(patched, w.FieldManager), nil
 }
 
-// repair applies the desired state where a field the controller owns drifted.
-func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client[T, L, AC], owner Owner,
+// Repair applies the desired state where a field the controller owns
+// drifted in obj, what the cache keeps of an object the owner controls, and
+// returns what the cache keeps of the object then: obj itself when nothing
+// drifted, and no API call made.
+func (k *Kind[T, L, AC, S]) Repair(ctx context.Context, w *Writer, owner Owner,
 	desired AC, obj *Object[S]) (*Object[S], error) {
+	client := k.Client(w.Clientset, owner.GetNamespace())
 	drift, err := k.Drift(desired, obj)
 	if err != nil {
 		return nil, err
@@ -270,7 +330,7 @@ func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client
 	if len(drift) == 0 {
 		return obj, nil
 	}
-	if obj.UpdateOwned {
+	if obj.ManagedByUpdate {
 		if obj, err = k.handToApply(ctx, w, client, obj); err != nil {
 			return nil, err
 		}
@@ -285,7 +345,7 @@ func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client
 	if err != nil {
 		return nil, err
 	}
-	cached := k.CacheFor(applied, w.FieldManager)
+	cached := k.CompactFor(applied, w.FieldManager)
 	klog.FromContext(ctx).V(2).Info("Updated "+k.Name, "object", klog.KObj(cached), "fields", drift)
 	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Updated %s %s: %s",
 		k.Name, cached.Name, strings.Join(drift, ", "))
@@ -294,7 +354,7 @@ func (k *Kind[T, L, AC, S]) repair(ctx context.Context, w *Writes, client Client
 
 // DeleteStale deletes the objects owner controls under another name than
 // keep, as after the owner changed the name it asks for.
-func (k *Kind[T, L, AC, S]) DeleteStale(ctx context.Context, w *Writes, indexer cache.Indexer, owner Owner,
+func (k *Kind[T, L, AC, S]) DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner Owner,
 	keep string) error {
 	controlled, err := indexer.ByIndex(ByControllerUID, string(owner.GetUID()))
 	if err != nil {
