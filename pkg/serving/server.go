@@ -118,12 +118,12 @@ func Probes(
 	if leaderElection {
 		liveness = append(liveness, Check{Name: "leaderElection", Check: watchdog.Check})
 	}
-	readiness = []Check{{Name: "informer-sync", Check: func(*http.Request) error {
+	readiness = append(make([]Check, 0, 1+len(more)), Check{Name: "informer-sync", Check: func(*http.Request) error {
 		if !synced() {
 			return errors.New("informer caches not synced")
 		}
 		return nil
-	}}}
+	}})
 	return liveness, append(readiness, more...)
 }
 
