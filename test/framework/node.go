@@ -48,6 +48,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -348,7 +349,12 @@ func (n *RealNode) forwardAPIServer() error {
 		Ports: []discoveryv1.EndpointPort{{Name: ptr.To(port.Name), Port: ptr.To(int32(target)),
 			Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
-	_, err = n.cluster.Kube.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Create(ctx, slice, metav1.CreateOptions{})
+	// One left by an earlier node on this cluster (a test's) is replaced.
+	slices := n.cluster.Kube.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
+	if err := slices.Delete(ctx, slice.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err = slices.Create(ctx, slice, metav1.CreateOptions{})
 	return err
 }
 
@@ -514,6 +520,11 @@ func (n *RealNode) Stop() error {
 		if n.forward != nil {
 			n.forward.Close()
 			n.forwardWG.Wait()
+			// The node is gone: so is the endpoint it served. (The cluster
+			// may be gone too; nothing then to delete.)
+			_ = n.cluster.Kube.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Delete(context.Background(),
+				"kubernetes", metav1.DeleteOptions{})
+			_ = n.cluster.Kube.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
 		}
 		if n.state != nil {
 			n.stopErr = n.state.restore()
