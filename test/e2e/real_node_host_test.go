@@ -62,12 +62,18 @@ func hostSnapshot(t *testing.T) string {
 // address on the node's bridge; once stopped, the host is as it was.
 func TestRealNodeRunsAPodAndPutsTheHostBack(t *testing.T) {
 	requireRealNode(t)
+	// What a killed run left is put back first (StartRealNode would), so
+	// that the host is compared with itself as it was before any node.
+	dir := filepath.Join(outDir, "real-node")
+	if err := framework.CleanRealNodeLeftovers(dir); err != nil {
+		t.Fatal(err)
+	}
 	before := hostSnapshot(t)
 	_, pause, err := framework.BuildImages(cluster.Root, "sample-controller")
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.StartRealNode(filepath.Join(outDir, "real-node"), realNodeMinor(t), pause.Ref, pause.Tarball)
+	node, err := cluster.StartRealNode(dir, realNodeMinor(t), pause.Ref, pause.Tarball)
 	if node != nil {
 		t.Cleanup(func() {
 			if err := node.Stop(); err != nil {
@@ -87,7 +93,7 @@ func TestRealNodeRunsAPodAndPutsTheHostBack(t *testing.T) {
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"kubernetes.io/hostname": node.Name},
 			Tolerations:  []corev1.Toleration{{Key: framework.RealNodeTaint, Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "pause", Image: pause.Ref, ImagePullPolicy: corev1.PullNever}},
+			Containers:   []corev1.Container{{Name: "pause", Image: pause.Ref, ImagePullPolicy: corev1.PullNever}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
