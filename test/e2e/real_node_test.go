@@ -89,7 +89,8 @@ func startRealNode(t *testing.T, extra ...framework.Image) (*framework.RealNode,
 		t.Fatal(err)
 	}
 	t.Logf("images built in %v", time.Since(began).Round(100*time.Millisecond))
-	tarballs := []string{pause.Tarball, controller.Tarball}
+	tarballs := make([]string, 0, 2+len(extra))
+	tarballs = append(tarballs, pause.Tarball, controller.Tarball)
 	for _, img := range extra {
 		tarballs = append(tarballs, img.Tarball)
 	}

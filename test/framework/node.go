@@ -57,7 +57,7 @@ import (
 // it: the tests' own, whose images the node has.
 const RealNodeTaint = "sample-controller.e2e/real-node"
 
-// RealNodeEnv, set to "required", makes a host that cannot run a real node
+// RealNodeEnv is the variable that, set to "required", makes a host that cannot run a real node
 // fail the tests that need one instead of skipping them (.ci/run sets it).
 const RealNodeEnv = "E2E_REAL_NODE"
 
