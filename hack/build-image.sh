@@ -28,6 +28,9 @@ OUT="${ROOT}/_output/image"
 NAME="$(basename "$(cd "${ROOT}" && GOWORK=off go list -m)")"
 TAG="${IMAGE_TAG:-localhost/${NAME}:dev}"
 mkdir -p "${OUT}"
+# One build at a time writes the tarballs (two suites side by side).
+exec 9>"${OUT}/.build.lock"
+flock 9
 
 # The tool, per worktree (not in the shared _output/bin).
 go -C "${ROOT}/hack/tools" build -o "${OUT}/image-tool" ./image
