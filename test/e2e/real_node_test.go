@@ -285,6 +285,16 @@ func TestImageRunsOnARealNodeFromTheShippedManifests(t *testing.T) {
 	node, image := startRealNode(t)
 	overlay := writeRealNodeOverlay(t, node, image.Ref)
 	t.Cleanup(func() {
+		if t.Failed() {
+			// What the pods said, and the Lease, before they are gone.
+			for _, args := range [][]string{
+				{"get", "pods,lease", "-o", "wide"},
+				{"logs", "--prefix", "--tail=60", "-l", "app.kubernetes.io/name=" + deployName},
+			} {
+				out, err := cluster.Kubectl("", append(args, "-n", deployNamespace)...)
+				t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
+			}
+		}
 		// Whatever failed, the next test finds the standard CRD.
 		_, _ = cluster.Kubectl("", "delete", "--ignore-not-found=true", "-k", overlay)
 		ensureStandardCRD(t)
