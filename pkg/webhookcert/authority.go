@@ -50,11 +50,13 @@ const (
 	endorsementsKey = "trusted.sig"
 )
 
-// endorsementType is the PEM type of one endorsement in trusted.sig; its
-// header endorsedHeader names the SHA-256 of the endorsed CA's DER, for a
-// human reader and to pair it with its CA.
+// endorsementType is the PEM type of one endorsement in trusted.sig,
+// without the controller's name, which a copy made by hack/new-controller
+// would have to rename in upper case; its header endorsedHeader names the
+// SHA-256 of the endorsed CA's DER, for a human reader and to pair it with
+// its CA.
 const (
-	endorsementType = "SAMPLE-CONTROLLER CA ENDORSEMENT"
+	endorsementType = "CA ENDORSEMENT"
 	endorsedHeader  = "Certificate-SHA256"
 )
 

@@ -122,7 +122,7 @@ func TestEndorsementsNameTheirCA(t *testing.T) {
 	ca := parseCerts(t, caPEM)[0]
 	sum := sha256.Sum256(ca.Raw)
 	sig := endorsement(t, keyPEM, caPEM)
-	want := "-----BEGIN SAMPLE-CONTROLLER CA ENDORSEMENT-----\nCertificate-SHA256: " + hex.EncodeToString(sum[:]) + "\n\n"
+	want := "-----BEGIN CA ENDORSEMENT-----\nCertificate-SHA256: " + hex.EncodeToString(sum[:]) + "\n\n"
 	if !bytes.HasPrefix(sig, []byte(want)) || bytes.Count(sig, []byte("-----BEGIN")) != 1 {
 		t.Errorf("trusted.sig:\n%s\nwant one block starting:\n%s", sig, want)
 	}
