@@ -295,9 +295,14 @@ func TestImageRunsOnARealNodeFromTheShippedManifests(t *testing.T) {
 				t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
 			}
 		}
-		// Whatever failed, the next test finds the standard CRD.
+		// Whatever failed, the next test finds the standard CRD, and the
+		// suite's scraper its metrics-reader ClusterRole, which the undeploy
+		// deletes with the rest of artifacts/deploy.
 		_, _ = cluster.Kubectl("", "delete", "--ignore-not-found=true", "-k", overlay)
 		ensureStandardCRD(t)
+		if _, err := cluster.Kubectl("", "apply", "-f", framework.MetricsReaderClusterRoleFile); err != nil {
+			t.Error(err)
+		}
 	})
 
 	began := time.Now()
