@@ -162,13 +162,6 @@ e2e-minors: tools-minors prometheus-tools
 	done; \
 	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; exit "$$failed"
 
-## image: build the controller's image with no daemon, as ko does (hack/build-image.sh): _output/image/<name>.tar; IMAGE_PUSH=REGISTRY/REPO:TAG pushes it instead (docs/deploying.md).
-# The end-to-end suite builds it too, and runs it on a real node
-# (docs/testing.md, The real node).
-.PHONY: image
-image:
-	hack/build-image.sh $(if $(IMAGE_PUSH),-push $(IMAGE_PUSH))
-
 ## generate: regenerate deep-copy functions, clientset, listers, informers, apply configurations, and the CRD.
 generate:
 	hack/update-codegen.sh
