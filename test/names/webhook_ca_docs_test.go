@@ -52,8 +52,8 @@ func TestWebhookCADocsNameWhatTheControllerReads(t *testing.T) {
 			}
 		}
 	}
-	check("operations.md", command, "`"+webhookcert.ReasonForeignCA+"`", strings.ReplaceAll(webhookcert.RevokedAnnotation,
-		".", `\.`), "`"+metrics.WebhookForeignCAs.FQName()+"`")
+	check("operations.md", command, "`"+webhookcert.ReasonForeignCA+"`", `index .metadata.annotations "`+
+		webhookcert.RevokedAnnotation+`"`, "`"+metrics.WebhookForeignCAs.FQName()+"`")
 	check("api-versions.md", "`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.RevokingAnnotation+"`",
 		"`"+webhookcert.RevokedAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`")
 	check("security.md", "`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`")
