@@ -88,29 +88,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(release.Kill)
-	for i := range upgradeFoos {
-		if _, err := alphaFoos(ns).Create(ctx, &samplev1alpha1.Foo{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foo-%d", i)},
-			Spec:       samplev1alpha1.FooSpec{DeploymentName: fmt.Sprintf("web-%d", i), Replicas: int32p(int32(i + 1))},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range upgradeFoos {
-		name := fmt.Sprintf("foo-%d", i)
-		eventually(t, convergeTimeout, name+" Ready under the release", func(ctx context.Context) (bool, error) {
-			foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, c := range foo.Status.Conditions {
-				if c.Type == samplecontroller.ConditionReady && c.Status == metav1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, fmt.Errorf("conditions %+v", foo.Status.Conditions)
-		})
-	}
+	createFoosUnderRelease(t, ns)
 	expectStored(t, ns, "v1alpha1")
 	deploymentsBefore := deploymentsOf(t, ns)
 
@@ -298,6 +276,37 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		}
 		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 	})
+}
+
+// createFoosUnderRelease creates the upgrade's Foos in v1alpha1, foo-i asking
+// for Deployment web-i of i+1 replicas, and waits until the release has
+// made each Ready.
+func createFoosUnderRelease(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range upgradeFoos {
+		if _, err := alphaFoos(ns).Create(ctx, &samplev1alpha1.Foo{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foo-%d", i)},
+			Spec:       samplev1alpha1.FooSpec{DeploymentName: fmt.Sprintf("web-%d", i), Replicas: int32p(int32(i + 1))},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range upgradeFoos {
+		name := fmt.Sprintf("foo-%d", i)
+		eventually(t, convergeTimeout, name+" Ready under the release", func(ctx context.Context) (bool, error) {
+			foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range foo.Status.Conditions {
+				if c.Type == samplecontroller.ConditionReady && c.Status == metav1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %+v", foo.Status.Conditions)
+		})
+	}
 }
 
 // setVersions replaces the CRD's spec.versions with what edit makes of them.
@@ -502,14 +511,21 @@ func warningEvents(t *testing.T, ns string, foo *samplev1beta1.Foo) []corev1.Eve
 // only when the CA is created or renewed, never at rest.
 func expectZeroWritesAtRest(t *testing.T, c *framework.Controller) {
 	t.Helper()
+	expectZeroWritesAtRestOf(t, c.MetricsURL())
+}
+
+// expectZeroWritesAtRestOf is expectZeroWritesAtRest of the controller
+// serving metricsURL (a URL ScrapeURL knows).
+func expectZeroWritesAtRestOf(t *testing.T, metricsURL string) {
+	t.Helper()
 	writesButRenewals := func(samples []framework.Sample) float64 {
 		return writeRequests(samples) - framework.Sum(samples, "rest_client_requests_total",
 			func(l map[string]string) bool { return l["method"] == http.MethodPut })
 	}
-	before := scrape(t, c)
+	before := scrapeURL(t, metricsURL)
 	writes := writesButRenewals(before)
 	consistently(t, 12*time.Second, "no write requests at rest but Lease renewals", func(ctx context.Context) error {
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		samples, err := framework.ScrapeURL(ctx, metricsURL)
 		if err != nil {
 			return err
 		}

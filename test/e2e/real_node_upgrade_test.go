@@ -1,0 +1,99 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The upgrade of TestUpgradeFromV1alpha1ThenMigrateAndRetireIt as a user
+// rolls it: the release deployed by its own shipped manifests, then this
+// tree's applied over it, and the Deployment's rolling update replaces the
+// release's pods with this image's, through the real webhook Service.
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// The release that served v1alpha1 alone, deployed by its manifests from
+// its image, is rolled to this tree's manifests and image by kubectl apply
+// -k while users change Foos in both versions: the rollout ends with every
+// Foo Ready at the user's last change, every Deployment the same object,
+// and neither new pod writing anything at rest.
+func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
+	requireRealNode(t)
+
+	releaseDir := filepath.Join(outDir, "v1alpha1-release-image")
+	if err := framework.CheckoutRelease(cluster.Root, v1alpha1Release, releaseDir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	releaseImage, err := framework.BuildReleaseImage(cluster.Root, releaseDir,
+		"localhost/"+samplecontroller.ControllerName+":v1alpha1-release", filepath.Join(outDir, "v1alpha1-release.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the release's image built in %v", time.Since(began).Round(100*time.Millisecond))
+	node, image := startRealNode(t, releaseImage)
+	releaseOverlay := writeRealNodeOverlay(t, node, "real-node-release-overlay", releaseDir, releaseImage.Ref)
+	overlay := writeRealNodeOverlay(t, node, "real-node-upgrade-overlay", cluster.Root, image.Ref)
+	t.Cleanup(func() { removeRealNodeDeploy(t, releaseOverlay, overlay) })
+
+	// The release's CRD serves v1alpha1 alone: as in the upgrade on local
+	// processes, the cluster starts without the Foo API.
+	deleteCRD(t)
+	kubectl(t, "apply", "-k", releaseOverlay)
+	waitDeployReady(t, releaseImage.Ref)
+	ns := newNamespace(t, "real-node-upgrade")
+	createFoosUnderRelease(t, ns)
+	deploymentsBefore := deploymentsOf(t, ns)
+
+	changes := startUserChanges(t, ns)
+	applied := time.Now()
+	kubectl(t, "apply", "-k", overlay)
+	pods := waitDeployReady(t, image.Ref)
+	rolled := time.Now()
+	t.Logf("rolled out to %s %v after the apply", image.Ref, rolled.Sub(applied).Round(100*time.Millisecond))
+	changes.expectAccepted(t, "after the rollout", rolled, changeRounds)
+	last := changes.stop(t)
+
+	for i, foo := range waitSettled(t, ns) {
+		replicas := int32(i + 1)
+		if r, changed := last[foo.Name]; changed {
+			replicas = r
+		}
+		if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
+			t.Errorf("%s after the rollout: %s, want deployment web-%d and %d replicas",
+				foo.Name, describeFoo(foo), i, replicas)
+		}
+		if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
+			t.Errorf("%s: Warning events after the rollout: %s", foo.Name, describeEvents(warnings))
+		}
+	}
+	expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
+	for i := range pods {
+		url, err := cluster.PodMetricsURL(t.Context(), &pods[i], metricsPort(t, &pods[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectZeroWritesAtRestOf(t, url)
+	}
+}
