@@ -250,9 +250,14 @@ uninstall:
 deploy:
 	$(KUBECTL) apply -k artifacts/deploy
 
-## undeploy: delete the controller and the CRD (and so every Foo).
+## undeploy: delete the CRD (and so every Foo), then the controller.
+# In that order: the API server deletes the Foos through the controller's
+# conversion webhook, which a Foo still stored in v1alpha1 needs
+# (docs/api-versions.md). Deleted together, the webhook may go first, and
+# the CRD's deletion then waits for it forever.
 undeploy:
-	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k artifacts/deploy
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f artifacts/examples/crd.yaml
+	$(KUBECTL) delete --ignore-not-found=true -k artifacts/deploy
 
 # new-controller:template-only:begin (hack/new-controller leaves this out of the copies it makes)
 ## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, the README walkthrough on a local control plane; then apply the recipes (RECIPES) to it and prove them: lint (vet included), unit tests, each recipe's end-to-end test.

@@ -236,16 +236,16 @@ func holderPod(holder string, pods []corev1.Pod) string {
 	return ""
 }
 
-// undeploy runs make undeploy (kubectl delete -k of the overlay), and
-// checks that nothing of it is left: the Namespace, the cluster-scoped RBAC,
-// the CRD.
-func undeploy(t *testing.T, overlay string) {
+// undeploy runs make undeploy, as a user would: the overlay deployed
+// nothing of another name. It checks that nothing of the deploy is left:
+// the Namespace, the cluster-scoped RBAC, the CRD.
+func undeploy(t *testing.T) {
 	t.Helper()
-	out, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--wait=true", "-k", overlay)
+	out, err := cluster.Make("undeploy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kubectl delete -k:\n%s", out)
+	t.Logf("make undeploy:\n%s", out)
 	eventually(t, gcTimeout, "nothing of the deploy left", func(ctx context.Context) (bool, error) {
 		var left []string
 		if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, deployNamespace, metav1.GetOptions{}); err == nil {
@@ -289,8 +289,22 @@ func removeRealNodeDeploy(t *testing.T, overlays ...string) {
 			t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
 		}
 	}
+	// The CRD first, as make undeploy deletes it, while the webhook still
+	// converts the Foos for the API server's deletion of them. If it does
+	// not (the test failed on it), the Foos are deleted unconverted.
+	deleteCRD := []string{"delete", "--ignore-not-found=true", "--timeout=2m", "-f", crdManifest}
+	if _, err := cluster.Kubectl("", deleteCRD...); err != nil {
+		t.Logf("the CRD's deletion, its webhook to convert the Foos: %v", err)
+		_, _ = cluster.Kubectl("", "patch", "crd", samplecontroller.FooCRDName, "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]`)
+		if _, err := cluster.Kubectl("", deleteCRD...); err != nil {
+			t.Errorf("the CRD's deletion, with no conversion: %v", err)
+		}
+	}
 	for _, overlay := range overlays {
-		_, _ = cluster.Kubectl("", "delete", "--ignore-not-found=true", "-k", overlay)
+		if _, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--timeout=2m", "-k", overlay); err != nil {
+			t.Error(err)
+		}
 	}
 	ensureStandardCRD(t)
 	if _, err := cluster.Kubectl("", "apply", "-f", framework.MetricsReaderClusterRoleFile); err != nil {
@@ -427,6 +441,6 @@ func TestImageRunsOnARealNodeFromTheShippedManifests(t *testing.T) {
 	})
 
 	t.Run("make undeploy leaves nothing behind", func(t *testing.T) {
-		undeploy(t, overlay)
+		undeploy(t)
 	})
 }

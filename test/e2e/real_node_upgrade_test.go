@@ -37,7 +37,8 @@ import (
 // its image, is rolled to this tree's manifests and image by kubectl apply
 // -k while users change Foos in both versions: the rollout ends with every
 // Foo Ready at the user's last change, every Deployment the same object,
-// and neither new pod writing anything at rest.
+// and neither new pod writing anything at rest; make undeploy then
+// deletes it all, the Foos still stored in v1alpha1 included.
 func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 	requireRealNode(t)
 
@@ -96,4 +97,9 @@ func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 		}
 		expectZeroWritesAtRestOf(t, url)
 	}
+
+	// make undeploy deletes the Foos still stored in v1alpha1 through the
+	// webhook, before the webhook goes.
+	expectStoredFoo(t, ns, "foo-3", "v1alpha1")
+	undeploy(t)
 }
