@@ -312,18 +312,6 @@ func removeRealNodeDeploy(t *testing.T, overlays ...string) {
 	}
 }
 
-// metricsPort is the port of the controller's container named metrics.
-func metricsPort(t *testing.T, pod *corev1.Pod) int {
-	t.Helper()
-	for _, p := range pod.Spec.Containers[0].Ports {
-		if p.Name == "metrics" {
-			return int(p.ContainerPort)
-		}
-	}
-	t.Fatalf("pod %s has no port named metrics", pod.Name)
-	return 0
-}
-
 // The image, deployed by kubectl apply -k of an overlay over the shipped
 // manifests onto a real node, runs the controller as two real pods under
 // the restricted pod security level with a read-only root: both Ready

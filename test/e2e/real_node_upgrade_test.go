@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -102,4 +104,16 @@ func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 	// webhook, before the webhook goes.
 	expectStoredFoo(t, ns, "foo-3", "v1alpha1")
 	undeploy(t)
+}
+
+// metricsPort is the port of the controller's container named metrics.
+func metricsPort(t *testing.T, pod *corev1.Pod) int {
+	t.Helper()
+	for _, p := range pod.Spec.Containers[0].Ports {
+		if p.Name == "metrics" {
+			return int(p.ContainerPort)
+		}
+	}
+	t.Fatalf("pod %s has no port named metrics", pod.Name)
+	return 0
 }
