@@ -24,7 +24,6 @@ package e2e
 // release's pods with this image's, through the real webhook Service.
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -78,19 +77,7 @@ func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 	changes.expectAccepted(t, "after the rollout", rolled, changeRounds)
 	last := changes.stop(t)
 
-	for i, foo := range waitSettled(t, ns) {
-		replicas := int32(i + 1)
-		if r, changed := last[foo.Name]; changed {
-			replicas = r
-		}
-		if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
-			t.Errorf("%s after the rollout: %s, want deployment web-%d and %d replicas",
-				foo.Name, describeFoo(foo), i, replicas)
-		}
-		if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
-			t.Errorf("%s: Warning events after the rollout: %s", foo.Name, describeEvents(warnings))
-		}
-	}
+	expectFoosAsLastChanged(t, ns, "after the rollout", last)
 	expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 	for i := range pods {
 		url, err := cluster.PodMetricsURL(t.Context(), &pods[i], metricsPort(t, &pods[i]))

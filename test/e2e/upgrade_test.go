@@ -127,20 +127,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		last := changes.stop(t)
 
 		waitControllerReady(t, c)
-		for i, foo := range waitSettled(t, ns) {
-			name := fmt.Sprintf("foo-%d", i)
-			replicas := int32(i + 1)
-			if r, changed := last[name]; changed {
-				replicas = r
-			}
-			if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
-				t.Errorf("%s after the upgrade: %s, want deployment web-%d and %d replicas",
-					foo.Name, describeFoo(foo), i, replicas)
-			}
-			if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
-				t.Errorf("%s: Warning events after the upgrade: %s", foo.Name, describeEvents(warnings))
-			}
-		}
+		expectFoosAsLastChanged(t, ns, "after the upgrade", last)
 		expectZeroWritesAtRest(t, c)
 		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 		// Status goes on: a change made after the upgrade is reported.
@@ -434,6 +421,26 @@ func waitSettled(t *testing.T, ns string) []*samplev1beta1.Foo {
 			}))
 	}
 	return foos
+}
+
+// expectFoosAsLastChanged waits until every Foo of the upgrade has settled
+// (waitSettled) and checks each: still asking for its own Deployment, at
+// the replicas the user last changed it to (last, as stop returns it) or
+// else those it was made with, and without a Warning event.
+func expectFoosAsLastChanged(t *testing.T, ns, when string, last map[string]int32) {
+	t.Helper()
+	for i, foo := range waitSettled(t, ns) {
+		replicas := int32(i + 1)
+		if r, changed := last[foo.Name]; changed {
+			replicas = r
+		}
+		if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
+			t.Errorf("%s %s: %s, want deployment web-%d and %d replicas", foo.Name, when, describeFoo(foo), i, replicas)
+		}
+		if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
+			t.Errorf("%s: Warning events %s: %s", foo.Name, when, describeEvents(warnings))
+		}
+	}
 }
 
 // expectNotRecreated: every Deployment of before is there after, the same
