@@ -5,7 +5,11 @@
 # - kwokctl, kwok and etcd, pinned by the module hack/tools;
 # - kube-apiserver, kube-controller-manager and kube-scheduler of Kubernetes
 #   K8S_MINOR (default: the newest hack/tools has a module for),
-#   pinned by the module hack/tools/k8s-<minor>, into _output/bin/k8s-<minor>.
+#   pinned by the module hack/tools/k8s-<minor>, into _output/bin/k8s-<minor>;
+# - for the newest minor only, kubelet and kube-proxy from the same module:
+#   the real node of the end-to-end tests (test/framework/node.go) runs one
+#   minor, the newest, so the older minors' builds stay as they were. Their
+#   first build is minutes of CPU (docs/performance.md, make test).
 #
 # Each Kubernetes binary is stamped with its release (-X
 # k8s.io/component-base/version.gitVersion=...), as the release builds are:
@@ -52,11 +56,16 @@ export GOWORK=off
 
 stamp=k8s.io/component-base/version
 minor_number="${BASH_REMATCH[1]}"
+node_binaries=()
+if [[ "${MINOR}" == "${K8S_MINORS[0]}" ]]; then
+	node_binaries=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+fi
 (
 	flock 8
 	go -C "${K8S_MODULE}" build -o "${BIN_DIR}/k8s-${MINOR}/" \
 		-ldflags "-s -w -X ${stamp}.gitVersion=${VERSION} -X ${stamp}.gitMajor=1 -X ${stamp}.gitMinor=${minor_number} -X ${stamp}.gitTreeState=clean" \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		"${node_binaries[@]}"
 ) 8>"${BIN_DIR}/k8s-${MINOR}/.build.lock"

@@ -4,7 +4,8 @@
 # Pins the control plane of one Kubernetes minor release: writes the Go
 # module hack/tools/k8s-<minor> that hack/build-tools.sh builds
 # kube-apiserver, kube-controller-manager and kube-scheduler from, at
-# VERSION. Run it to move a minor to a newer patch release, or to add a
+# VERSION, and the real node's kubelet and kube-proxy (built for the newest
+# minor only: test/framework/node.go). Run it to move a minor to a newer patch release, or to add a
 # minor (the build script, the test framework and make e2e-minors find it by
 # its directory; add it to the table of docs/local-control-plane.md).
 #
@@ -41,6 +42,9 @@ mkdir -p "${DIR}"
 	echo "	k8s.io/kubernetes/cmd/kube-apiserver"
 	echo "	k8s.io/kubernetes/cmd/kube-controller-manager"
 	echo "	k8s.io/kubernetes/cmd/kube-scheduler"
+	# The real node's (test/framework/node.go): built for the newest minor only.
+	echo "	k8s.io/kubernetes/cmd/kubelet"
+	echo "	k8s.io/kubernetes/cmd/kube-proxy"
 	echo ")"
 	echo
 	echo "require k8s.io/kubernetes ${VERSION}"

@@ -33,7 +33,8 @@ import (
 // slash) that are the template's, not the copy's: what makes new
 // controllers, and the upgrade from the template's release that served
 // v1alpha1 alone, which a copy never ran.
-var templateOnly = []string{"hack/new-controller/", "docs/make-it-yours.md", "test/e2e/upgrade_test.go"}
+var templateOnly = []string{"hack/new-controller/", "docs/make-it-yours.md", "test/e2e/upgrade_test.go",
+	"test/e2e/real_node_upgrade_test.go"}
 
 // Lines from a begin marker to its end marker (both included) are the
 // template's alone and left out of the copy: the Makefile's

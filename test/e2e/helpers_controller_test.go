@@ -111,10 +111,16 @@ func waitControllerReady(t *testing.T, c *framework.Controller) {
 // scrape reads the controller's /metrics.
 func scrape(t *testing.T, c *framework.Controller) []framework.Sample {
 	t.Helper()
+	return scrapeURL(t, c.MetricsURL())
+}
+
+// scrapeURL is scrape of the controller serving metricsURL.
+func scrapeURL(t *testing.T, metricsURL string) []framework.Sample {
+	t.Helper()
 	var samples []framework.Sample
 	eventually(t, time.Minute, "the controller's metrics", func(ctx context.Context) (bool, error) {
 		var err error
-		samples, err = framework.ScrapeURL(ctx, c.MetricsURL())
+		samples, err = framework.ScrapeURL(ctx, metricsURL)
 		return err == nil, err
 	})
 	return samples

@@ -248,3 +248,38 @@ func podReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// deploymentsOf returns the Deployments of ns by name.
+func deploymentsOf(t *testing.T, ns string) map[string]metav1.ObjectMeta {
+	t.Helper()
+	list, err := cluster.Kube.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metav1.ObjectMeta{}
+	for _, d := range list.Items {
+		out[d.Name] = d.ObjectMeta
+	}
+	return out
+}
+
+// expectSameDeployments: not one Deployment re-created, rolled (a new
+// generation) or written (a new resourceVersion beyond the status its own
+// controller writes, which only a roll-out would bring).
+func expectSameDeployments(t *testing.T, before, after map[string]metav1.ObjectMeta) {
+	t.Helper()
+	if len(after) != len(before) {
+		t.Errorf("%d Deployments, was %d", len(after), len(before))
+	}
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("Deployment %s gone", name)
+		case a.UID != b.UID:
+			t.Errorf("Deployment %s re-created (UID %s, was %s)", name, a.UID, b.UID)
+		case a.Generation != b.Generation:
+			t.Errorf("Deployment %s written: generation %d, was %d", name, a.Generation, b.Generation)
+		}
+	}
+}

@@ -88,29 +88,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(release.Kill)
-	for i := range upgradeFoos {
-		if _, err := alphaFoos(ns).Create(ctx, &samplev1alpha1.Foo{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foo-%d", i)},
-			Spec:       samplev1alpha1.FooSpec{DeploymentName: fmt.Sprintf("web-%d", i), Replicas: int32p(int32(i + 1))},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range upgradeFoos {
-		name := fmt.Sprintf("foo-%d", i)
-		eventually(t, convergeTimeout, name+" Ready under the release", func(ctx context.Context) (bool, error) {
-			foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, c := range foo.Status.Conditions {
-				if c.Type == samplecontroller.ConditionReady && c.Status == metav1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, fmt.Errorf("conditions %+v", foo.Status.Conditions)
-		})
-	}
+	createFoosUnderRelease(t, ns)
 	expectStored(t, ns, "v1alpha1")
 	deploymentsBefore := deploymentsOf(t, ns)
 
@@ -149,20 +127,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		last := changes.stop(t)
 
 		waitControllerReady(t, c)
-		for i, foo := range waitSettled(t, ns) {
-			name := fmt.Sprintf("foo-%d", i)
-			replicas := int32(i + 1)
-			if r, changed := last[name]; changed {
-				replicas = r
-			}
-			if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
-				t.Errorf("%s after the upgrade: %s, want deployment web-%d and %d replicas",
-					foo.Name, describeFoo(foo), i, replicas)
-			}
-			if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
-				t.Errorf("%s: Warning events after the upgrade: %s", foo.Name, describeEvents(warnings))
-			}
-		}
+		expectFoosAsLastChanged(t, ns, "after the upgrade", last)
 		expectZeroWritesAtRest(t, c)
 		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))
 		// Status goes on: a change made after the upgrade is reported.
@@ -300,6 +265,37 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	})
 }
 
+// createFoosUnderRelease creates the upgrade's Foos in v1alpha1, foo-i asking
+// for Deployment web-i of i+1 replicas, and waits until the release has
+// made each Ready.
+func createFoosUnderRelease(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range upgradeFoos {
+		if _, err := alphaFoos(ns).Create(ctx, &samplev1alpha1.Foo{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foo-%d", i)},
+			Spec:       samplev1alpha1.FooSpec{DeploymentName: fmt.Sprintf("web-%d", i), Replicas: int32p(int32(i + 1))},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range upgradeFoos {
+		name := fmt.Sprintf("foo-%d", i)
+		eventually(t, convergeTimeout, name+" Ready under the release", func(ctx context.Context) (bool, error) {
+			foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range foo.Status.Conditions {
+				if c.Type == samplecontroller.ConditionReady && c.Status == metav1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %+v", foo.Status.Conditions)
+		})
+	}
+}
+
 // setVersions replaces the CRD's spec.versions with what edit makes of them.
 func setVersions(t *testing.T, crd *unstructured.Unstructured, edit func([]any) []any) {
 	t.Helper()
@@ -406,41 +402,6 @@ func migrateWithStorageVersionMigration(t *testing.T) {
 	})
 }
 
-// deploymentsOf returns the Deployments of ns by name.
-func deploymentsOf(t *testing.T, ns string) map[string]metav1.ObjectMeta {
-	t.Helper()
-	list, err := cluster.Kube.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]metav1.ObjectMeta{}
-	for _, d := range list.Items {
-		out[d.Name] = d.ObjectMeta
-	}
-	return out
-}
-
-// expectSameDeployments: not one Deployment re-created, rolled (a new
-// generation) or written (a new resourceVersion beyond the status its own
-// controller writes, which only a roll-out would bring).
-func expectSameDeployments(t *testing.T, before, after map[string]metav1.ObjectMeta) {
-	t.Helper()
-	if len(after) != len(before) {
-		t.Errorf("%d Deployments, was %d", len(after), len(before))
-	}
-	for name, b := range before {
-		a, ok := after[name]
-		switch {
-		case !ok:
-			t.Errorf("Deployment %s gone", name)
-		case a.UID != b.UID:
-			t.Errorf("Deployment %s re-created (UID %s, was %s)", name, a.UID, b.UID)
-		case a.Generation != b.Generation:
-			t.Errorf("Deployment %s written: generation %d, was %d", name, a.Generation, b.Generation)
-		}
-	}
-}
-
 // waitSettled waits until the Deployment of every Foo of the upgrade has
 // rolled out and every Foo says so, Ready at its generation with every
 // replica available, so that no write of the controller's is still to come;
@@ -460,6 +421,26 @@ func waitSettled(t *testing.T, ns string) []*samplev1beta1.Foo {
 			}))
 	}
 	return foos
+}
+
+// expectFoosAsLastChanged waits until every Foo of the upgrade has settled
+// (waitSettled) and checks each: still asking for its own Deployment, at
+// the replicas the user last changed it to (last, as stop returns it) or
+// else those it was made with, and without a Warning event.
+func expectFoosAsLastChanged(t *testing.T, ns, when string, last map[string]int32) {
+	t.Helper()
+	for i, foo := range waitSettled(t, ns) {
+		replicas := int32(i + 1)
+		if r, changed := last[foo.Name]; changed {
+			replicas = r
+		}
+		if foo.Spec.Deployment.Name != fmt.Sprintf("web-%d", i) || specReplicas(foo) != replicas {
+			t.Errorf("%s %s: %s, want deployment web-%d and %d replicas", foo.Name, when, describeFoo(foo), i, replicas)
+		}
+		if warnings := warningEvents(t, ns, foo); len(warnings) > 0 {
+			t.Errorf("%s: Warning events %s: %s", foo.Name, when, describeEvents(warnings))
+		}
+	}
 }
 
 // expectNotRecreated: every Deployment of before is there after, the same
@@ -502,14 +483,21 @@ func warningEvents(t *testing.T, ns string, foo *samplev1beta1.Foo) []corev1.Eve
 // only when the CA is created or renewed, never at rest.
 func expectZeroWritesAtRest(t *testing.T, c *framework.Controller) {
 	t.Helper()
+	expectZeroWritesAtRestOf(t, c.MetricsURL())
+}
+
+// expectZeroWritesAtRestOf is expectZeroWritesAtRest of the controller
+// serving metricsURL (a URL ScrapeURL knows).
+func expectZeroWritesAtRestOf(t *testing.T, metricsURL string) {
+	t.Helper()
 	writesButRenewals := func(samples []framework.Sample) float64 {
 		return writeRequests(samples) - framework.Sum(samples, "rest_client_requests_total",
 			func(l map[string]string) bool { return l["method"] == http.MethodPut })
 	}
-	before := scrape(t, c)
+	before := scrapeURL(t, metricsURL)
 	writes := writesButRenewals(before)
 	consistently(t, 12*time.Second, "no write requests at rest but Lease renewals", func(ctx context.Context) error {
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		samples, err := framework.ScrapeURL(ctx, metricsURL)
 		if err != nil {
 			return err
 		}

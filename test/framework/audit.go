@@ -413,10 +413,23 @@ func fooHistory(events []AuditEvent) map[string][]fooValue {
 		if err := json.Unmarshal(e.ResponseObject, &obj); err != nil || obj.Spec.Replicas == nil {
 			continue
 		}
-		history[key] = append(history[key],
-			fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas})
+		v := fooValue{received: e.Received, completed: e.Completed, replicas: obj.Spec.Replicas}
+		// A status write cannot change spec.replicas. If it answers with
+		// another count than the last write did, the write that set it is
+		// missing from the log: a kube-apiserver killed after etcd took a
+		// write and before it audited it. That write came after the last
+		// one was answered, and the value may be held from then on.
+		if prev := history[key]; e.ObjectRef.Subresource == "status" && len(prev) > 0 &&
+			!sameReplicas(prev[len(prev)-1].replicas, v.replicas) {
+			v.received = prev[len(prev)-1].completed
+		}
+		history[key] = append(history[key], v)
 	}
 	return history
+}
+
+func sameReplicas(a, b *int32) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // heldWithin returns the values a Foo may have had at some moment in

@@ -205,3 +205,25 @@ func TestReadAuditLogReadsTheFilesRotatedOutOfIt(t *testing.T) {
 		t.Errorf("ReadAuditLog of the rotated log: %d events, want the %d of the whole log, in the same order", len(events), len(parseAudit(t, cleanAuditLog)))
 	}
 }
+
+// A kube-apiserver killed after etcd took a user's scale and before it
+// audited it leaves the scale out of the log. A later status write answers
+// with the new count, so the count was held from the write before it on,
+// and the leader's apply of it is not stale. Without that answer it is
+// judged on what the log holds.
+func TestStaleReplicaWritesTakeACountFromAStatusAnswerAsHeldSinceTheWriteBefore(t *testing.T) {
+	const create = `{"stage":"ResponseComplete","verb":"create","userAgent":"kubectl/v1.37.2","user":{"username":"admin"},"objectRef":{"resource":"foos","namespace":"ns","name":"foo-1"},"responseStatus":{"code":201},"responseObject":{"spec":{"replicas":3}},"requestReceivedTimestamp":"2026-01-01T00:00:01.000000Z","stageTimestamp":"2026-01-01T00:00:01.010000Z"}
+`
+	const apply = `{"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/` + replicaB + `","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"deployments","namespace":"ns","name":"foo-1"},"responseStatus":{"code":200},"requestObject":{"metadata":{"ownerReferences":[{"kind":"Foo","name":"foo-1","controller":true}]},"spec":{"replicas":5}},"requestReceivedTimestamp":"2026-01-01T00:00:20.000000Z","stageTimestamp":"2026-01-01T00:00:20.010000Z"}
+`
+	const status = `{"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/` + replicaB + `","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"foos","namespace":"ns","name":"foo-1","subresource":"status"},"responseStatus":{"code":200},"responseObject":{"spec":{"replicas":5}},"requestReceivedTimestamp":"2026-01-01T00:00:21.000000Z","stageTimestamp":"2026-01-01T00:00:21.010000Z"}
+`
+	if got := StaleReplicaWrites(parseAudit(t, create+apply+status), 4*time.Second); len(got) != 0 {
+		t.Errorf("StaleReplicaWrites with the status answer: %q, want none", got)
+	}
+	want := []string{`patch deployments ns/foo-1 (200) received 00:00:20.000000 by "sample-controller/` + replicaB +
+		`": replicas 5, but Foo foo-1 held only 3 since 00:00:01.000000 in the 4s before`}
+	if got := StaleReplicaWrites(parseAudit(t, create+apply), 4*time.Second); !reflect.DeepEqual(got, want) {
+		t.Errorf("StaleReplicaWrites without it:\n got %q\nwant %q", got, want)
+	}
+}

@@ -129,6 +129,33 @@ func (c *Cluster) Kubectl(stdin string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// Make runs a target of the repository's Makefile against the cluster, as
+// a user would with KUBECONFIG set, and returns its output. It is a make of
+// its own: the variables of a make that runs the tests (its jobserver among
+// them) are left out.
+func (c *Cluster) Make(target string) (string, error) {
+	// A deletion that waits for what will never come (a finalizer, a
+	// webhook) would hold the suite until its own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", c.Root, target)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kubectl and all
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+c.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("make %s: %w: %s", target, err, out)
+	}
+	return string(out), nil
+}
+
 // Run runs a program of the repository (a script of hack/, named from the
 // root) against the cluster, as a user would with KUBECONFIG set, and
 // returns its output.

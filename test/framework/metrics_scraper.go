@@ -19,6 +19,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,4 +166,20 @@ func (c *Cluster) ServiceAccountToken(ctx context.Context, ns, name string, audi
 		return "", fmt.Errorf("token of ServiceAccount %s/%s: %w", ns, name, err)
 	}
 	return request.Status.Token, nil
+}
+
+// PodMetricsURL is the /metrics URL of a controller's pod on the real node,
+// which the host reaches through the node's bridge, for ScrapeURL to scrape
+// as the cluster's metrics scraper (as MetricsURL is a local controller's).
+func (c *Cluster) PodMetricsURL(ctx context.Context, pod *corev1.Pod, port int) (string, error) {
+	if pod.Status.PodIP == "" {
+		return "", fmt.Errorf("pod %s/%s has no IP yet", pod.Namespace, pod.Name)
+	}
+	token, err := c.ensureMetricsScraper(ctx)
+	if err != nil {
+		return "", err
+	}
+	url := "https://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + "/metrics"
+	metricsTokens.Store(url, token)
+	return url, nil
 }

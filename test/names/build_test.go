@@ -67,3 +67,14 @@ func TestPinScriptNamesTheToolModulesUnderThisModule(t *testing.T) {
 	expectEveryMatch(t, "hack/pin-kubernetes.sh", `echo "module (\S+)/hack/tools/k8s-\$\{MINOR\}"`, module[1],
 		"the module a pinned minor's tools are nested in")
 }
+
+// make compiles everything as hack/build-image.sh compiles the image's
+// controller, static and with -trimpath: the Go cache keys a compile by
+// both, so a make test compiling any other way would leave the image's
+// build every dependency to compile again.
+func TestMakeCompilesAsTheImageIsBuilt(t *testing.T) {
+	expectEveryMatch(t, "hack/build-image.sh", `CGO_ENABLED=(\d) go (?:-C \S+ )?build -trimpath `, "0",
+		"cgo in the image's builds")
+	expectEveryMatch(t, "Makefile", `(?m)^export CGO_ENABLED := (\d)$`, "0", "cgo in make's builds")
+	expectEveryMatch(t, "Makefile", `(?m)^export GOFLAGS := .* (-\S+)\)$`, "-trimpath", "the flag make adds to every build")
+}
