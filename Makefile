@@ -133,9 +133,25 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 	  github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	touch $(GOLANGCI_LINT)
 
-## e2e: the whole end-to-end suite on local control planes (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported), built from source.
+## e2e: the whole end-to-end suite on local control planes (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported), built from source; the tests that start control planes of their own run beside the rest, their lines marked [own control planes].
+# Two go test side by side, as the tests of one run one at a time (they
+# share one control plane): E2E_OWN_CONTROL_PLANE_TESTS, which start
+# control planes of their own (useOwnCluster in test/e2e) and spend most of
+# their minutes waiting on the faults they make there, beside all the others
+# on the suite's. Each keeps its own output directory (E2E_OUT_DIR). One
+# after the other, they made the suite the longest chain of make test
+# (docs/performance.md, make test). The test binary's packages compile
+# first, once for both.
+E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts
+E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
 e2e: tools
-	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) ./test/e2e/
+	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
+	pids=(); \
+	( E2E_OUT_DIR=_output/e2e-$(or $(K8S_MINOR),$(firstword $(K8S_MINORS)))-own-control-planes \
+	    $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
+	    | sed -u 's/^/[own control planes] /' ) & pids+=($$!); \
+	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ & pids+=($$!); \
+	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; exit "$$failed"
 
 # The supported Kubernetes minors, newest first: one module hack/tools/k8s-<minor> each.
 K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k2,2nr)
@@ -143,7 +159,7 @@ K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k
 # plane of their own for minutes (faults, chaos, the zombie leader, the slow
 # start) or run for an hour (the soak). What they prove is the controller's,
 # not the API's: they run on the newest minor.
-E2E_MINORS_SKIP := ^(TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestSoakKeepsResourcesFlatAndInvariants)$$
+E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestSoakKeepsResourcesFlatAndInvariants)$$
 
 # The older minors whose contract e2e-minors proves: all of them, unless
 # told otherwise.

@@ -65,7 +65,9 @@ var (
 	// (logs/), the controller binary and the dashboard picture. It is
 	// _output/e2e-<minor>, one per Kubernetes minor so that the minors'
 	// suites can run side by side (make e2e-minors), or _output/e2e-kubeconfig
-	// against the cluster of E2E_KUBECONFIG.
+	// against the cluster of E2E_KUBECONFIG; E2E_OUT_DIR names another, for
+	// a run beside one of those (make e2e runs the tests that start control
+	// planes of their own in one).
 	outDir string
 	// logDir collects the controllers' logs; kept after the run.
 	logDir string
@@ -90,6 +92,14 @@ func runSuite(m *testing.M) int {
 			return 1
 		}
 		outDir = filepath.Join(root, "_output", "e2e-"+minor)
+	}
+	if dir := os.Getenv("E2E_OUT_DIR"); dir != "" {
+		// Relative to the repository's root, where make runs, not to
+		// test/e2e, where go test runs the suite.
+		outDir = dir
+		if !filepath.IsAbs(dir) {
+			outDir = filepath.Join(root, dir)
+		}
 	}
 	logDir = filepath.Join(outDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

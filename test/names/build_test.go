@@ -17,6 +17,8 @@ limitations under the License.
 package names
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -77,4 +79,39 @@ func TestMakeCompilesAsTheImageIsBuilt(t *testing.T) {
 		"cgo in the image's builds")
 	expectEveryMatch(t, "Makefile", `(?m)^export CGO_ENABLED := (\d)$`, "0", "cgo in make's builds")
 	expectEveryMatch(t, "Makefile", `(?m)^export GOFLAGS := .* (-\S+)\)$`, "-trimpath", "the flag make adds to every build")
+}
+
+// The Makefile's lists of end-to-end tests (E2E_OWN_CONTROL_PLANE_TESTS, the
+// tests make e2e runs beside the others; E2E_MINORS_SKIP, those the older
+// minors leave out) name tests of test/e2e: go test's -run and -skip match
+// nothing for a name that is not, and say nothing of it.
+func TestMakefileNamesEndToEndTestsThatExist(t *testing.T) {
+	declared := map[string]bool{}
+	files, err := filepath.Glob(filepath.Join("..", "e2e", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`).FindAllStringSubmatch(string(data), -1) {
+			declared[m[1]] = true
+		}
+	}
+	lists := regexp.MustCompile(`(?m)^E2E_\w+ := (.*)$`).FindAllStringSubmatch(read(t, "Makefile"), -1)
+	named := 0
+	for _, list := range lists {
+		for _, name := range regexp.MustCompile(`Test\w+`).FindAllString(list[1], -1) {
+			named++
+			if !declared[name] {
+				t.Errorf("Makefile: %s names %s, which test/e2e does not declare", list[0], name)
+			}
+		}
+	}
+	// E2E_OWN_CONTROL_PLANE_TESTS (3) and E2E_MINORS_SKIP's own two.
+	if named != 5 {
+		t.Errorf("Makefile: %d test names in its E2E_ lists, want 5", named)
+	}
 }
