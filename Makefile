@@ -53,12 +53,16 @@ build:
 # On a fresh machine make test is bound by the CPU (docs/testing.md): what
 # matters is the work, and that both cores have some all along, which is
 # what the order and the priorities are for. Two lanes, side by side. The
-# first builds the newest minor's control plane and Prometheus, then runs
-# its suite (e2e). The second, at nice 5 so that the suite's control plane
-# gets the CPU when it asks, runs the checks, then two jobs at once: the
-# oldest minor's control-plane build and then its contract, and, at nice 10,
-# the fillers: the unit tests and TEMPLATE_CHECKS (the template's own
-# checks; none in a controller made from it). The suites wait on their
+# first builds the newest minor's control plane, then runs its suite (e2e):
+# the scenarios on control planes of their own at once, the rest once
+# Prometheus is built too. The second, at nice 5 so that the suite's
+# control plane gets the CPU when it asks, runs the checks, then two jobs at
+# once: the oldest minor's control-plane build and then its contract, and,
+# at nice 10, the fillers: the unit tests and TEMPLATE_CHECKS (the
+# template's own checks; none in a controller made from it); last, the
+# alerts' tests, with the Prometheus the first lane built. Only the first
+# lane builds Prometheus: a suite waiting on a lock held by a build at a
+# lower priority waited for minutes (docs/performance.md, make test). The suites wait on their
 # control planes more than they compute; the fillers take whatever CPU they
 # leave. The oldest minor's build is the longest chain left, so it has the
 # CPU before them: with the fillers at its priority, that build ended late
@@ -75,8 +79,8 @@ test:
 .PHONY: checks-then-contract fillers
 checks-then-contract:
 	nice -n 5 $(MAKE) verify
-	nice -n 5 $(MAKE) monitoring
 	nice -n 5 $(MAKE) -j2 e2e-minors fillers
+	nice -n 5 $(MAKE) monitoring
 
 # make unit and TEMPLATE_CHECKS, five steps further down in priority than
 # the make that runs them. The unit tests end first and leave the checks
@@ -138,28 +142,41 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 # share one control plane): E2E_OWN_CONTROL_PLANE_TESTS, which start
 # control planes of their own (useOwnCluster in test/e2e) and spend most of
 # their minutes waiting on the faults they make there, beside all the others
-# on the suite's. Each keeps its own output directory (E2E_OUT_DIR). One
-# after the other, they made the suite the longest chain of make test
-# (docs/performance.md, make test). The test binary's packages compile
-# first, once for both.
+# on the suite's. Each keeps its own output directory (E2E_OUT_DIR), and
+# the first starts no suite control plane (E2E_NO_SUITE_CONTROL_PLANE),
+# which would sit idle. One after the other, they made the suite the
+# longest chain of make test (docs/performance.md, make test). The test
+# binary's packages compile first, once for both. The scenarios start as
+# soon as the control plane is built; the rest, which runs Prometheus
+# (TestMonitoringOnRealPrometheus), once it is built too. -k: the one runs
+# to its end when the other failed.
 E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
-e2e: tools
+e2e: control-plane
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
-	pids=(); \
-	( E2E_OUT_DIR=_output/e2e-$(or $(K8S_MINOR),$(firstword $(K8S_MINORS)))-own-control-planes \
-	    $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
-	    | sed -u 's/^/[own control planes] /' ) & pids+=($$!); \
-	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ & pids+=($$!); \
-	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; exit "$$failed"
+	$(MAKE) -k -j2 e2e-own-control-planes e2e-suite
+
+.PHONY: e2e-own-control-planes e2e-suite
+e2e-own-control-planes:
+	E2E_OUT_DIR=_output/e2e-$(or $(K8S_MINOR),$(firstword $(K8S_MINORS)))-own-control-planes E2E_NO_SUITE_CONTROL_PLANE=true \
+	  $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
+	  | sed -u 's/^/[own control planes] /'
+e2e-suite: prometheus-tools
+	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/
 
 # The supported Kubernetes minors, newest first: one module hack/tools/k8s-<minor> each.
 K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k2,2nr)
 # The end-to-end tests e2e-minors leaves out: those that disturb a control
 # plane of their own for minutes (faults, chaos, the zombie leader, the slow
-# start) or run for an hour (the soak). What they prove is the controller's,
-# not the API's: they run on the newest minor.
-E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestSoakKeepsResourcesFlatAndInvariants)$$
+# start) or run for an hour (the soak), and those that load the
+# controller's own servers and queue (hostile conversion reviews, a metrics
+# flood, the cold start's backlog) or read its metrics on Prometheus. What
+# they prove is the controller's, not the API's: they run on the newest
+# minor, and leaving the second four out spares make test minutes of CPU
+# (docs/performance.md, make test).
+E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestSoakKeepsResourcesFlatAndInvariants|$\
+  TestHostileConversionReviewsCannotExhaustAReplica|TestLeaderKeepsLeaseThroughMetricsFlood|$\
+  TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus)$$
 
 # The older minors whose contract e2e-minors proves: all of them, unless
 # told otherwise.
@@ -180,7 +197,7 @@ tools-minors:
 # its control plane, logs and binary in _output/e2e-<minor>, and its
 # control plane listens on ports of its own. A suite's result is its exit
 # status: the recipe fails if any failed, after all have ended.
-e2e-minors: tools-minors prometheus-tools
+e2e-minors: tools-minors
 	pids=(); \
 	for minor in $(CONTRACT_MINORS); do \
 	  ( K8S_MINOR=$$minor $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_MINORS_SKIP)' ./test/e2e/ 2>&1 \
@@ -220,7 +237,12 @@ soak: tools
 	  $(GO_TEST) -tags e2e -v -timeout 6h -run '^TestSoakKeepsResourcesFlatAndInvariants$$' ./test/e2e/
 
 ## tools: build kwokctl and the control-plane binaries it runs (etcd, kwok; kube-* of K8S_MINOR, default the newest) into _output/bin.
-tools:
+tools: control-plane
+
+# The control plane alone, without the Prometheus make tools builds too:
+# what make e2e's first tests and the copy's check need.
+.PHONY: control-plane
+control-plane:
 	hack/build-tools.sh
 
 ## monitoring: promtool checks and unit-tests the alerts of artifacts/monitoring (test/monitoring/rules_test.yaml).
@@ -244,8 +266,8 @@ prometheus-tools: $(PROMETHEUS_BINS)
 # static target, and the cloud SDKs behind the plugins (AWS, Azure, GCE,
 # OpenStack, ...) were half the packages and half the build on a fresh machine.
 # Linked -s -w, as the linter is.
-# make test's e2e and monitoring, and make e2e-minors, may each start it, in
-# makes of their own: one builds while the others wait, then find nothing
+# In make test, make e2e builds it and make monitoring finds it built; run
+# by hand at once, one builds while the other waits, then finds nothing
 # to do.
 $(PROMETHEUS_BINS) &: hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
 	mkdir -p _output/bin
@@ -276,7 +298,7 @@ undeploy:
 	$(KUBECTL) delete --ignore-not-found=true -k artifacts/deploy
 
 # new-controller:template-only:begin (hack/new-controller leaves this out of the copies it makes)
-## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: generated code, the README walkthrough on a local control plane; then apply the recipes (RECIPES) to it and prove them: lint (vet included), unit tests, each recipe's end-to-end test.
+## new-controller-check: make a Policy controller with hack/new-controller into NEW_CONTROLLER_DIR and prove it: the README walkthrough on a local control plane; then apply the recipes (RECIPES) to it and prove them: lint (vet included), unit tests, each recipe's end-to-end test.
 # The plural is irregular (policies) on purpose. The copy's _output/bin is
 # this one's, so the linter and control plane are built once. The copy's
 # govulncheck is left out: its module graph is this one's, which make verify
@@ -286,8 +308,11 @@ undeploy:
 # controller sets on the Deployment; one that no longer applies, or no
 # longer works, fails here. Lint and unit tests run once, on the copy with
 # the recipes: they only add to the copy. The copy's unit tests run as make
-# unit's do, without the race detector (make race). Each phase prints its
-# seconds.
+# unit's do, without the race detector (make race). The copy's
+# hack/verify-codegen.sh does not run: hack/new-controller has just
+# generated the copy's code with the copy's own generators, and running
+# them again would only regenerate it, minutes of CPU (docs/performance.md,
+# make test). Each phase prints its seconds.
 NEW_CONTROLLER_DIR := _output/new-controller/policy-operator
 # The recipes, in the copy.
 RECIPES := docs/recipes/own-a-service.patch docs/recipes/add-a-field.patch
@@ -296,13 +321,13 @@ RECIPE_TESTS := TestPolicyOwnsItsService|TestPolicyContainerPortReachesItsDeploy
 # What make test runs of this block; a copy has neither.
 TEMPLATE_CHECKS := new-controller-check
 .PHONY: new-controller-check
-new-controller-check: tools $(GOLANGCI_LINT)
+new-controller-check: control-plane $(GOLANGCI_LINT)
 	rm -rf $(NEW_CONTROLLER_DIR)
 	phase() { local start=$$SECONDS; "$$@"; echo "new-controller-check: $$* ($$((SECONDS - start)) s)"; }; \
 	phase go run ./hack/new-controller -verify=false -module example.com/policy-operator \
 	  -group policies.example.com -kind Policy $(NEW_CONTROLLER_DIR); \
 	mkdir -p $(NEW_CONTROLLER_DIR)/_output; ln -s $(CURDIR)/_output/bin $(NEW_CONTROLLER_DIR)/_output/bin; \
-	(cd $(NEW_CONTROLLER_DIR) && phase hack/verify-codegen.sh && \
+	(cd $(NEW_CONTROLLER_DIR) && \
 	  phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/); \
 	for recipe in $(RECIPES); do phase git apply --directory=$(NEW_CONTROLLER_DIR) $(NEW_CONTROLLER_DIR)/$$recipe; done; \
 	cd $(NEW_CONTROLLER_DIR); \

@@ -90,9 +90,12 @@ import (
 var codeExceptions = map[string]string{
 	// make-it-yours.md, a page the template alone has, shows what the
 	// copy hack/new-controller makes calls things.
-	"pkg/apis/policies": "the copy's API package",
-	"enqueuePolicy":     "an identifier of the copy",
-	"policyInformer":    "an identifier of the copy",
+	"pkg/apis/policies":        "the copy's API package",
+	"enqueuePolicy":            "an identifier of the copy",
+	"policyInformer":           "an identifier of the copy",
+	"TestPolicyOwnsItsService": "a recipe's test in the copy (TestFooOwnsItsService here)",
+	"TestPolicyContainerPortReachesItsDeployment": "a recipe's test in the copy " +
+		"(TestFooContainerPortReachesItsDeployment here)",
 	// Not Go, or not this module's.
 	"markAsDeleting": "k8s.io/apiserver's registry, which the module does not import",
 	"serviceMonitorSelectorNilUsesHelmValues": "a value of the kube-prometheus-stack Helm chart",

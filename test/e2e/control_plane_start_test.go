@@ -44,11 +44,11 @@ func TestControlPlaneStartsAgainAComponentThatExitsAsItStarts(t *testing.T) {
 	if os.Getenv("E2E_KUBECONFIG") != "" {
 		t.Skip("needs a control plane of its own, which E2E_KUBECONFIG does not give")
 	}
-	minor, err := framework.DefaultKubernetesMinor(cluster.Root)
+	minor, err := framework.DefaultKubernetesMinor(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	built := filepath.Join(cluster.Root, "_output", "bin", "k8s-"+minor, "kube-controller-manager")
+	built := filepath.Join(repoRoot, "_output", "bin", "k8s-"+minor, "kube-controller-manager")
 	scratch := t.TempDir()
 	starts := filepath.Join(scratch, "starts")
 	// kwokctl runs the binary with --version first to choose its flags:

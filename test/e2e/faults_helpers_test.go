@@ -101,7 +101,7 @@ func useFaultCluster(t *testing.T, count int) {
 // the swap.
 func useOwnCluster(t *testing.T, dir string, opts ...framework.ClusterOption) *framework.Cluster {
 	t.Helper()
-	own, err := framework.StartCluster(cluster.Root, filepath.Join(outDir, dir), opts...)
+	own, err := framework.StartCluster(repoRoot, filepath.Join(outDir, dir), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

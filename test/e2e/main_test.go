@@ -56,7 +56,11 @@ import (
 )
 
 var (
-	// cluster is the control plane every test runs against.
+	// repoRoot is the repository's root, where the binaries are built.
+	repoRoot string
+	// cluster is the control plane every test runs against: nil in a run
+	// of E2E_NO_SUITE_CONTROL_PLANE, until a test starts its own
+	// (useOwnCluster).
 	cluster *framework.Cluster
 	// controllerBin is the controller binary under test.
 	controllerBin string
@@ -83,6 +87,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	repoRoot = root
 	kubeconfig := os.Getenv("E2E_KUBECONFIG")
 	outDir = filepath.Join(root, "_output", "e2e-kubeconfig")
 	if kubeconfig == "" {
@@ -112,6 +117,16 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 
+	if os.Getenv("E2E_NO_SUITE_CONTROL_PLANE") == "true" {
+		// A run of only the tests that start control planes of their own
+		// (make e2e's second go test): the suite's would sit idle beside
+		// them, using CPU that make test has none of to spare
+		// (docs/performance.md, make test). A test that needs it fails.
+		framework.CleanupOnInterrupt(nil)
+		defer framework.KillAll()
+		return m.Run()
+	}
+
 	if kubeconfig != "" {
 		cluster, err = framework.ConnectCluster(root, kubeconfig)
 	} else {
@@ -124,13 +139,13 @@ func runSuite(m *testing.M) int {
 	if v, err := cluster.Kube.Discovery().ServerVersion(); err == nil {
 		fmt.Fprintf(os.Stderr, "end-to-end tests on Kubernetes %s\n", v.GitVersion)
 	}
-
 	// Ctrl-C or a kill of "go test" must not leave the control plane or a
 	// controller behind.
 	framework.CleanupOnInterrupt(cluster)
+	suite := cluster
 	defer func() {
 		framework.KillAll()
-		if err := cluster.Stop(); err != nil {
+		if err := suite.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
 	}()

@@ -242,9 +242,9 @@ func KillAll() {
 }
 
 // CleanupOnInterrupt makes SIGINT or SIGTERM of the test binary kill every
-// Process and stop the cluster, and every other cluster StartCluster started
-// and nobody stopped yet, before exiting, so that Ctrl-C on "go test" leaves
-// nothing running.
+// Process and stop the cluster c (none if nil), and every other cluster
+// StartCluster started and nobody stopped yet, before exiting, so that
+// Ctrl-C on "go test" leaves nothing running.
 func CleanupOnInterrupt(c *Cluster) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -252,7 +252,10 @@ func CleanupOnInterrupt(c *Cluster) {
 		<-sigs
 		KillAll()
 		startedClustersMu.Lock()
-		clusters := []*Cluster{c}
+		var clusters []*Cluster
+		if c != nil {
+			clusters = append(clusters, c)
+		}
 		for other := range startedClusters {
 			if other != c {
 				clusters = append(clusters, other)
