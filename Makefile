@@ -52,41 +52,40 @@ build:
 ## test: the full suite (README's test command; .ci/run calls it).
 # On a fresh machine make test is bound by the CPU (docs/testing.md): what
 # matters is the work, and that both cores have some all along, which is
-# what the order and the priorities are for. Two lanes, side by side. The
-# first builds the newest minor's control plane, then runs its suite (e2e):
-# the scenarios on control planes of their own at once, the rest once
-# Prometheus is built too. The second, at nice 5 so that the suite's
-# control plane gets the CPU when it asks, runs the checks, then two jobs at
-# once: the oldest minor's control-plane build and then its contract, and,
-# at nice 10, the fillers: the unit tests and TEMPLATE_CHECKS (the
-# template's own checks; none in a controller made from it); last, the
-# alerts' tests, with the Prometheus the first lane built. Only the first
-# lane builds Prometheus: a suite waiting on a lock held by a build at a
-# lower priority waited for minutes (docs/performance.md, make test). The suites wait on their
-# control planes more than they compute; the fillers take whatever CPU they
-# leave. The oldest minor's build is the longest chain left, so it has the
-# CPU before them: with the fillers at its priority, that build ended late
-# and its contract then ran alone, half idle (docs/performance.md, make
-# test). The minors between are
-# make e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make
-# race's (below).
+# what the order and the priorities are for. The longest chains are each
+# minor's control-plane build and then its suite, so both builds start at
+# once, in two lanes. The first builds the newest minor's control plane,
+# then runs its suite (e2e): the scenarios on control planes of their own
+# at once, the rest once Prometheus is built too. The second, at nice 5 so
+# that the first lane gets the CPU when it asks, builds the oldest minor's
+# control plane, then runs two jobs at once: that minor's contract, and, at
+# nice 10, the fillers: the checks (make verify), the unit tests and
+# TEMPLATE_CHECKS (the template's own checks; none in a controller made
+# from it). The suites wait on their control planes more than they compute;
+# the fillers take whatever CPU they leave. Last come the alerts' tests,
+# with the Prometheus the first lane built: only that lane builds it, as a
+# suite waiting on a lock held by a build at a lower priority waited for
+# minutes. With the checks first in the second lane, the oldest minor's
+# build started half an hour in, and its contract ran alone at the end, half
+# idle (docs/performance.md, make test). The minors between are make
+# e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make race's
+# (below).
 test:
-	$(MAKE) -j2 e2e checks-then-contract CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
+	$(MAKE) -j2 e2e contract-and-fillers CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
 # make test's second lane. Each step of two jobs is a make of its own (-j2
 # resets the jobserver it was given), as the first lane holds one of make
 # test's two.
-.PHONY: checks-then-contract fillers
-checks-then-contract:
-	nice -n 5 $(MAKE) verify
+.PHONY: contract-and-fillers fillers
+contract-and-fillers:
+	nice -n 5 $(MAKE) tools-minors
 	nice -n 5 $(MAKE) -j2 e2e-minors fillers
 	nice -n 5 $(MAKE) monitoring
 
-# make unit and TEMPLATE_CHECKS, five steps further down in priority than
-# the make that runs them. The unit tests end first and leave the checks
-# after them their compiled dependencies.
+# make verify, make unit and TEMPLATE_CHECKS, five steps further down in
+# priority than the make that runs them, two at a time.
 fillers:
-	nice -n 5 $(MAKE) -j2 unit $(TEMPLATE_CHECKS)
+	nice -n 5 $(MAKE) -j2 verify unit $(TEMPLATE_CHECKS)
 
 ## unit: fast loop: the unit tests (fake clientsets), as make test runs them.
 unit:
