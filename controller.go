@@ -66,7 +66,7 @@ type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	kinds       []ownedKind // the kinds a Foo owns (desired.Kinds)
+	ownedObjects []ownedObjects // each kind a Foo owns (desired.Registrations) and its cache
 	foosLister  listers.FooLister
 	foosIndexer cache.Indexer
 	foosSynced  cache.InformerSynced
@@ -82,10 +82,12 @@ type Controller struct {
 	fence     writeFence // if set, holds workers back while the Lease is overdue
 }
 
-// ownedKind is a kind a Foo owns and its informer's cache, which holds each
-// object as its owned.Object: read it through the kind (its Get).
-type ownedKind struct {
-	owned.Registration[*samplev1beta1.Foo]
+// ownedObjects are the objects of one kind a Foo owns: the kind's
+// registration, whose steps writes.go calls, and its informer's cache, which
+// holds each object as its owned.Object (read it through the registration's
+// Get).
+type ownedObjects struct {
+	owned.Registered[*samplev1beta1.Foo]
 	indexer cache.Indexer
 	synced  cache.InformerSynced
 }
@@ -108,12 +110,12 @@ type writeFence interface {
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
 // (foocache.Transform). ownedKinds are the kinds a Foo owns with their informers
-// (desired.NewOwnedInformers of desired.Kinds), the Deployment's among them.
+// (desired.NewOwnedInformers of desired.Registrations), the Deployment's among them.
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
 	sampleclientset clientset.Interface,
-	ownedKinds []desired.OwnedInformer,
+	ownedInformers []desired.OwnedInformer,
 	fooInformer informers.FooInformer,
 	config Config,
 ) (*Controller, error) {
@@ -146,14 +148,14 @@ func NewController(
 	}); err != nil {
 		return nil, err
 	}
-	for _, kind := range ownedKinds {
-		if _, err := kind.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	for _, owned := range ownedInformers {
+		if _, err := owned.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
 		}); err != nil {
 			return nil, err
 		}
-		cached := ownedKind{kind.Registration, kind.Informer.GetIndexer(), kind.Informer.HasSynced}
-		controller.kinds = append(controller.kinds, cached)
+		objects := ownedObjects{owned.Registered, owned.Informer.GetIndexer(), owned.Informer.HasSynced}
+		controller.ownedObjects = append(controller.ownedObjects, objects)
 	}
 	return controller, nil
 }
@@ -214,9 +216,9 @@ func (c *Controller) HasSynced() bool {
 
 // cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
 func (c *Controller) cachesSynced() []cache.InformerSynced {
-	synced := append(make([]cache.InformerSynced, 0, 1+len(c.kinds)), c.foosSynced)
-	for _, kind := range c.kinds {
-		synced = append(synced, kind.synced)
+	synced := append(make([]cache.InformerSynced, 0, 1+len(c.ownedObjects)), c.foosSynced)
+	for _, objects := range c.ownedObjects {
+		synced = append(synced, objects.synced)
 	}
 	return synced
 }
@@ -304,7 +306,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	_, err = c.updateFooStatus(ctx, foo, desired.Status(foo, deployment, desired.ReadyCondition(foo, deployment)))
+	_, err = c.updateFooStatus(ctx, foo, desired.FooStatus(foo, deployment, desired.ReadyCondition(foo, deployment)))
 	return err
 }
 

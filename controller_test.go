@@ -61,7 +61,7 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches as the informer transform keeps them
-	// (foocache.Transform, desired.DeploymentKind.TransformFor); also on the fake API
+	// (foocache.Transform, desired.Deployments.TransformFor); also on the fake API
 	// servers, complete.
 	foos        []*samplev1beta1.Foo
 	deployments []*appsv1.Deployment
@@ -74,8 +74,8 @@ type fixture struct {
 	untrimmedFoos bool
 	// fence is the controller's write fence (Config.Fence); nil for none.
 	fence writeFence
-	// kinds are the kinds the controller owns; nil for ownsDeployments.
-	kinds []owned.Registration[*samplev1beta1.Foo]
+	// registrations are the kinds the controller owns; nil for ownsDeployments.
+	registrations []owned.Registered[*samplev1beta1.Foo]
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -98,11 +98,11 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	kinds := f.kinds
-	if kinds == nil {
-		kinds = ownsDeployments
+	registrations := f.registrations
+	if registrations == nil {
+		registrations = ownsDeployments
 	}
-	ownedInformers, err := desired.NewOwnedInformers(kinds, f.kubeclient, metav1.NamespaceAll, 0)
+	ownedInformers, err := desired.NewOwnedInformers(registrations, f.kubeclient, metav1.NamespaceAll, 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -111,8 +111,8 @@ func (f *fixture) newController(ctx context.Context) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for i := range c.kinds {
-		c.kinds[i].synced = alwaysReady
+	for i := range c.ownedObjects {
+		c.ownedObjects[i].synced = alwaysReady
 	}
 	c.foosSynced = alwaysReady
 	f.recorder = record.NewFakeRecorder(100)
@@ -139,7 +139,7 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 			obj, err = foocache.Transform(o)
 		}
 	case *appsv1.Deployment:
-		obj, err = desired.DeploymentKind.TransformFor(samplecontroller.ControllerName)(o)
+		obj, err = desired.Deployments.TransformFor(samplecontroller.ControllerName)(o)
 	}
 	if err != nil {
 		f.t.Fatal(err)
@@ -154,12 +154,12 @@ func alwaysReady() bool { return true }
 // ownsDeployments is what the controllers of these tests own: the Deployment
 // alone, whose writes they assert call by call. Every kind a Foo owns goes
 // through the same machinery (pkg/owned, its tests); a fork that registers
-// another in desired.Kinds proves it in tests of its own.
-var ownsDeployments = []owned.Registration[*samplev1beta1.Foo]{desired.DeploymentRegistration}
+// another in desired.Registrations proves it in tests of its own.
+var ownsDeployments = []owned.Registered[*samplev1beta1.Foo]{desired.Deployments}
 
 // deploymentCache is the controller's Deployment cache.
 func deploymentCache(c *Controller) cache.Indexer {
-	return c.kinds[0].indexer
+	return c.ownedObjects[0].indexer
 }
 
 // build builds the controller, once: a test that changes the fakes before
@@ -742,12 +742,12 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 
 	// The handlers get Deployments as the cache keeps them.
 	d := testfixtures.OwnedDeployment(t, foo)
-	controlled := desired.DeploymentKind.Compact(d)
+	controlled := desired.Deployments.Compact(d)
 	d.OwnerReferences[0].UID = "an-older-foo"
-	staleOwner := desired.DeploymentKind.Compact(d)
+	staleOwner := desired.Deployments.Compact(d)
 	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
 	d.Name = "unrelated"
-	ownedByOther := desired.DeploymentKind.Compact(d)
+	ownedByOther := desired.Deployments.Compact(d)
 
 	for name, tc := range map[string]struct {
 		handle func(c *Controller)
@@ -798,8 +798,8 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	for _, kind := range ownedInformers {
-		go kind.Informer.RunWithContext(ctx)
+	for _, owned := range ownedInformers {
+		go owned.Informer.RunWithContext(ctx)
 	}
 	return c, client, kubeclient
 }

@@ -98,9 +98,9 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// An informer per kind a Foo owns (desired.Kinds), of only the objects this
+	// An informer per kind a Foo owns (desired.Registrations), of only the objects this
 	// controller manages, each cached as the few fields it reads (pkg/owned).
-	ownedInformers, err := desired.NewOwnedInformers(desired.Kinds, kubeClient, o.Namespace, o.ResyncPeriod)
+	ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace, o.ResyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -144,8 +144,8 @@ func run(ctx context.Context, o *options.Options) error {
 	// takes over in moments. On return, cancel first, then wait for them.
 	ctx, cancel := context.WithCancel(ctx)
 	var ownedInformersDone sync.WaitGroup
-	for _, kind := range ownedInformers {
-		ownedInformersDone.Go(func() { kind.Informer.RunWithContext(ctx) })
+	for _, owned := range ownedInformers {
+		ownedInformersDone.Go(func() { owned.Informer.RunWithContext(ctx) })
 	}
 	sampleInformerFactory.Start(ctx.Done())
 	defer ownedInformersDone.Wait()

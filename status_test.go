@@ -220,7 +220,7 @@ func TestOwningNoDeploymentIsAnError(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
 	f.foos = append(f.foos, foo)
-	f.kinds = []owned.Registration[*samplev1beta1.Foo]{}
+	f.registrations = []owned.Registered[*samplev1beta1.Foo]{}
 	err := f.sync(foo)
 	if err == nil || err.Error() != "the kinds a Foo owns have no Deployment, which its status reports" {
 		t.Fatalf("sync error %v, want the one that says the Deployment is missing", err)

@@ -37,9 +37,9 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 	newGeneration.Generation++
 	// The handlers get Deployments as the cache keeps them.
 	served := testfixtures.OwnedDeployment(t, foo)
-	d := desired.DeploymentKind.Compact(served)
+	d := desired.Deployments.Compact(served)
 	served.ResourceVersion = "2"
-	changed := desired.DeploymentKind.Compact(served)
+	changed := desired.Deployments.Compact(served)
 	for name, tc := range map[string]struct {
 		handle         func(c *Controller)
 		fresh, backlog int

@@ -37,9 +37,10 @@ import (
 )
 
 // syncOwned brings each object the Foo owns in line with it in the steps of upstream's syncHandler, one call each,
-// for every kind in desired.Kinds (pkg/owned takes them for any kind). Each reads the cache and writes only what
-// differs, with a Normal event; what the user must address (an invalid spec, a taken name, a refused write) is a
-// *desired.Problem. It returns the Foo's Deployment as last seen, which its status reports.
+// for every kind in desired.Registrations (pkg/owned takes them for any kind; desired.Deployments is the
+// Deployment's). Each reads the cache and writes only what differs, with a Normal event; what the user must address
+// (an invalid spec, a taken name, a refused write) is a *desired.Problem. It returns the Foo's Deployment as last
+// seen, which its status reports.
 func (c *Controller) syncOwned(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
 	// The CRD's schema refuses an invalid spec at admission, unless it was installed without it.
 	if err := desired.CheckSpec(&foo.Spec); err != nil {
@@ -47,31 +48,33 @@ func (c *Controller) syncOwned(ctx context.Context, foo *samplev1beta1.Foo) (*de
 	}
 	writer := desired.NewWriter(c.kubeclientset, c.recorder) // the field manager, the Synced events, the problems
 	var deployment *desired.CachedDeployment
-	for _, kind := range c.kinds {
-		want := kind.Desired(foo) // for the Deployment, desired.DeploymentFor(foo)
+	for _, objects := range c.ownedObjects {
+		want := objects.Want(foo) // for the Deployment, desired.DeploymentFor(foo)
 		// Read it from the cache (upstream: deploymentsLister.Get).
-		object, err := kind.Get(kind.indexer, foo.Namespace, want.Name)
+		object, err := objects.Get(objects.indexer, foo.Namespace, want.Name)
 		// Missing: create it.
 		if apierrors.IsNotFound(err) {
-			object, err = kind.Create(ctx, writer, foo, want)
+			object, err = objects.Create(ctx, writer, foo, want)
 		}
 		if err != nil {
 			return nil, err
 		}
 		// Not controlled by this Foo: never modified, reported on the Foo (upstream: ErrResourceExists).
 		if !owned.ControlledBy(object, foo, samplecontroller.FooGroupKind) {
-			return nil, desired.NameTakenProblem(kind.Kind(), object)
+			return nil, desired.NameTakenProblem(want.Kind, object)
 		}
 		// Repair the fields the Foo owns where they differ (upstream: an update where replicas differ).
-		if object, err = kind.Repair(ctx, writer, foo, want, object); err != nil {
+		if object, err = objects.Repair(ctx, writer, foo, want, object); err != nil {
 			return nil, err
 		}
 		// Only now, so that a rename never leaves the Foo without one: delete those under its old name.
-		if err := kind.DeleteStale(ctx, writer, kind.indexer, foo, want.Name); err != nil {
+		if err := objects.DeleteStale(ctx, writer, objects.indexer, foo, want.Name); err != nil {
 			return nil, err
 		}
-		if d, ok := object.(*desired.CachedDeployment); ok {
-			deployment = d
+		if objects.Registered == desired.Deployments { // the one whose status the Foo's reports
+			if deployment, err = desired.Deployments.Cached(object); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if deployment == nil {
@@ -88,7 +91,7 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
-	written, err := c.updateFooStatus(ctx, foo, desired.Status(foo, nil, ready))
+	written, err := c.updateFooStatus(ctx, foo, desired.FooStatus(foo, nil, ready))
 	if err != nil {
 		return err
 	}

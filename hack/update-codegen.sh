@@ -29,7 +29,7 @@ kube::codegen::gen_helpers \
 	"${SCRIPT_ROOT}/pkg/apis"
 
 # The server-side apply schema of the kinds a Foo owns alone (a -kind for
-# each kind desired.Kinds registers), which pkg/owned walks their objects
+# each kind desired.Registrations registers), which pkg/owned walks their objects
 # with: client-go has it only within the schema of every built-in type,
 # whose parse costs the controller more memory and start time
 # (hack/owned-schema says why).

@@ -66,7 +66,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		encoded[i] = data
 	}
 	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind),
-		DeploymentKind.TransformFor(samplecontroller.ControllerName))
+		Deployments.TransformFor(samplecontroller.ControllerName))
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {

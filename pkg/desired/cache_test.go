@@ -212,7 +212,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := DeploymentKind.Drift(DeploymentFor(foo), cachedDeployment(t, d))
+			drift, err := Deployments.Drift(DeploymentFor(foo), cachedDeployment(t, d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,9 +229,9 @@ func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	for name, values := range map[string]string{"none": "", "not JSON": "{"} {
 		t.Run(name, func(t *testing.T) {
-			cached := DeploymentKind.Compact(testfixtures.OwnedDeployment(t, foo))
+			cached := Deployments.Compact(testfixtures.OwnedDeployment(t, foo))
 			cached.Values = values
-			if drift, err := DeploymentKind.Drift(DeploymentFor(foo), cached); err == nil {
+			if drift, err := Deployments.Drift(DeploymentFor(foo), cached); err == nil {
 				t.Errorf("drift %q and no error", drift)
 			}
 		})
@@ -296,7 +296,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 					Reason: tc.reason, Message: tc.msg}},
 			}
 			// A changed condition is stamped with the time of the call.
-			if got := Status(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
+			if got := FooStatus(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
 				t.Errorf("status:\n%s", diff.Diff(wantStatus, got))
 			}
 		})
@@ -389,7 +389,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
-			d := DeploymentKind.Compact(completeDeployment(t, foo))
+			d := Deployments.Compact(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
@@ -399,8 +399,8 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			if got, want := ValidateSpec(&trimmed.Spec).ToAggregate(), ValidateSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
 				t.Errorf("spec validation: %v, the complete Foo %v", got, want)
 			}
-			want := Status(foo, d, ReadyCondition(foo, d))
-			got := Status(trimmed, d, ReadyCondition(trimmed, d))
+			want := FooStatus(foo, d, ReadyCondition(foo, d))
+			got := FooStatus(trimmed, d, ReadyCondition(trimmed, d))
 			if !EqualIgnoringTransitionTimes(got, want) {
 				t.Errorf("status differs:\n%s", diff.Diff(want, got))
 			}
@@ -462,7 +462,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
 			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
 			`"spec":{"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
-		Status: DeploymentStatus{
+		Status: Rollout{
 			ObservedGeneration: 3,
 			Replicas:           3,
 			UpdatedReplicas:    3,
@@ -480,7 +480,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
-	if got := DeploymentKind.Compact(d); !reflect.DeepEqual(got, want) {
+	if got := Deployments.Compact(d); !reflect.DeepEqual(got, want) {
 		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
 	}
 	if got := cachedDeployment(t, completeDeployment(t, testfixtures.NewFoo("test", 3))); !reflect.DeepEqual(got, want) {
@@ -488,13 +488,13 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	}
 }
 
-// DeploymentKind.Compact, and so the transform, leaves the Deployment it is
+// Deployments.Compact, and so the transform, leaves the Deployment it is
 // given as it was: it may be shared (a tombstone's, a client's), and no
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"DeploymentKind.Compact":      func(_ *testing.T, d *appsv1.Deployment) { DeploymentKind.Compact(d) },
-		"DeploymentKind.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"Deployments.Compact":      func(_ *testing.T, d *appsv1.Deployment) { Deployments.Compact(d) },
+		"Deployments.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))
@@ -512,7 +512,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 // (and the Deployment can be collected as soon as it is built).
 func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
-	cached := DeploymentKind.Compact(d)
+	cached := Deployments.Compact(d)
 
 	*d.Spec.Replicas = 9
 	*d.OwnerReferences[1].Controller = false
@@ -533,7 +533,7 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 // detector makes of each cached object) shares nothing that can be changed
 // with the original.
 func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
-	cached := DeploymentKind.Compact(completeDeployment(t, testfixtures.NewFoo("test", 3)))
+	cached := Deployments.Compact(completeDeployment(t, testfixtures.NewFoo("test", 3)))
 	var obj runtime.Object = cached
 	cp := obj.DeepCopyObject().(*CachedDeployment)
 	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
@@ -606,7 +606,7 @@ func TestTransformsAreIdempotent(t *testing.T) {
 			if twice != once {
 				t.Errorf("the transform turned a CachedDeployment into %#v, want the same one", twice)
 			}
-			if want := DeploymentKind.Compact(d); !reflect.DeepEqual(once, want) {
+			if want := Deployments.Compact(d); !reflect.DeepEqual(once, want) {
 				t.Errorf("the transform modified the CachedDeployment:\n%s", diff.Diff(want, once))
 			}
 		})
@@ -647,7 +647,7 @@ func TestFooTransformTrimsInPlace(t *testing.T) {
 // it entered the cache.
 func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
-	cached := DeploymentKind.Compact(d)
+	cached := Deployments.Compact(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
 	list := &appsv1.DeploymentList{Items: []appsv1.Deployment{*d.DeepCopy()}}
@@ -672,7 +672,7 @@ func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 			}
 		})
 	}
-	if want := DeploymentKind.Compact(d); !reflect.DeepEqual(cached, want) {
+	if want := Deployments.Compact(d); !reflect.DeepEqual(cached, want) {
 		t.Errorf("a passed-through CachedDeployment was modified:\n%s", diff.Diff(want, cached))
 	}
 	if pod.Annotations["a"] != "b" || !reflect.DeepEqual(list.Items[0], *d) {
@@ -694,7 +694,7 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 		unsafe.StringData(da.OwnerReferences[1].Kind) == unsafe.StringData(db.OwnerReferences[1].Kind) {
 		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
-	a, b := DeploymentKind.Compact(da), DeploymentKind.Compact(db)
+	a, b := Deployments.Compact(da), Deployments.Compact(db)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
 	}
@@ -708,12 +708,12 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 // An owned.Object is copied whole (DeepCopy copies its status by value): the
 // status of a kind the Foo owns holds values only, no pointer, slice or map
 // a copy would share.
-func TestDeploymentStatusHoldsValuesOnly(t *testing.T) {
-	st := reflect.TypeOf(DeploymentStatus{})
+func TestRolloutHoldsValuesOnly(t *testing.T) {
+	st := reflect.TypeOf(Rollout{})
 	for i := range st.NumField() {
 		switch f := st.Field(i); f.Type.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
-			t.Errorf("DeploymentStatus.%s is a %s: a copy of a cached Deployment would share it", f.Name, f.Type.Kind())
+			t.Errorf("Rollout.%s is a %s: a copy of a cached Deployment would share it", f.Name, f.Type.Kind())
 		}
 	}
 }

@@ -18,9 +18,9 @@ limitations under the License.
 // status and Ready condition it should have, which specs are valid, and the
 // problems a Foo can report with their reasons, each a pure function of the
 // objects involved, which the tests, the end-to-end suite and the benchmark
-// call directly. It also registers the kinds a Foo owns (Owned, owned.go;
-// the Deployment's Kind, with what the cache keeps of it, in
-// deployment.go) and builds the controller's informer of each
+// call directly. It also registers the kinds a Foo owns (Registrations,
+// kinds.go; the Deployment's Registration, with what the cache keeps of it,
+// in deployment.go) and builds the controller's informer of each
 // (NewOwnedInformers). The controller in the repository root acts on these.
 // How owned objects are cached, compared and written, for any kind, is
 // pkg/owned's.
@@ -109,9 +109,10 @@ func controllerReference(foo *samplev1beta1.Foo) *metav1ac.OwnerReferenceApplyCo
 // keeps of a Deployment the controller manages, and which of its fields are
 // the Foo's.
 
-// DeploymentStatus is what ReadyCondition and Status read of a Deployment's
-// status.
-type DeploymentStatus struct {
+// Rollout is what ReadyCondition and FooStatus read of a Deployment's
+// status: how its rollout goes. Not appsv1.DeploymentStatus: the cache
+// keeps these fields, and nothing else of it.
+type Rollout struct {
 	ObservedGeneration                           int64
 	Replicas, UpdatedReplicas, AvailableReplicas int32
 	// ProgressDeadlineExceeded says the deployment controller gave up on the
@@ -122,18 +123,20 @@ type DeploymentStatus struct {
 // CachedDeployment is what the Deployment cache holds of a managed
 // Deployment: the fields the controller reads, and nothing else
 // (owned.Object).
-type CachedDeployment = owned.Object[DeploymentStatus]
+type CachedDeployment = owned.Object[Rollout]
 
-// DeploymentKind is what the owned-object machinery knows of the
-// Deployment: its client, what its cache keeps (DeploymentKind.Compact), its
-// fields the Foo owns (those DeploymentFor sets) and their drift.
-// DeploymentRegistration registers DeploymentFor with it.
-var DeploymentKind = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
-	*appsv1ac.DeploymentApplyConfiguration, DeploymentStatus]{
-	Name:     "Deployment",
-	Resource: appsv1.Resource("deployments"),
-	Fields:   fieldsOf("Deployment", deploymentTypeName, DeploymentFor),
-	Status:   deploymentStatus,
+// Deployments registers the Deployment a Foo owns: the one it asks for
+// (DeploymentFor), its client, what its cache keeps (Deployments.Compact),
+// its fields the Foo owns (those DeploymentFor sets) and their drift. The
+// steps of its sync, pkg/owned's for every kind, end in this client's
+// calls: clientset.AppsV1().Deployments(namespace).Create, Apply and Delete.
+var Deployments = &owned.Registration[*samplev1beta1.Foo, *appsv1.Deployment, *appsv1.DeploymentList,
+	*appsv1ac.DeploymentApplyConfiguration, Rollout]{
+	Kind:       "Deployment",
+	Resource:   appsv1.Resource("deployments"),
+	For:        DeploymentFor,
+	Fields:     fieldsOf("Deployment", deploymentTypeName, DeploymentFor),
+	ReadStatus: rolloutOf,
 	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*appsv1.Deployment,
 		*appsv1.DeploymentList, *appsv1ac.DeploymentApplyConfiguration] {
 		return clientset.AppsV1().Deployments(namespace)
@@ -143,9 +146,9 @@ var DeploymentKind = &owned.Kind[*appsv1.Deployment, *appsv1.DeploymentList,
 // deploymentTypeName is the apps/v1 Deployment's type in the schema.
 const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
 
-// deploymentStatus is what is read of d's status.
-func deploymentStatus(d *appsv1.Deployment) DeploymentStatus {
-	st := DeploymentStatus{
+// rolloutOf is what is read of d's status.
+func rolloutOf(d *appsv1.Deployment) Rollout {
+	st := Rollout{
 		ObservedGeneration: d.Status.ObservedGeneration,
 		Replicas:           d.Status.Replicas,
 		UpdatedReplicas:    d.Status.UpdatedReplicas,

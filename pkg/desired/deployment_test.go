@@ -61,7 +61,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := DeploymentKind.Drift(DeploymentFor(foo), DeploymentKind.Compact(d))
+			drift, err := Deployments.Drift(DeploymentFor(foo), Deployments.Compact(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if drift, err := DeploymentKind.Drift(DeploymentFor(foo), DeploymentKind.Compact(d)); err != nil || len(drift) != 0 {
+	if drift, err := Deployments.Drift(DeploymentFor(foo), Deployments.Compact(d)); err != nil || len(drift) != 0 {
 		t.Errorf("the created Deployment drifts from the desired one in %v (error %v)", drift, err)
 	}
 }
@@ -127,5 +127,5 @@ func transform(obj interface{}) (interface{}, error) {
 	if _, ok := obj.(*samplev1beta1.Foo); ok {
 		return foocache.Transform(obj)
 	}
-	return DeploymentKind.TransformFor(samplecontroller.ControllerName)(obj)
+	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)
 }

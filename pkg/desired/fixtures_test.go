@@ -47,9 +47,9 @@ func TestWithSyncedStatusIsTheDesiredStatus(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	d := testfixtures.OwnedDeployment(t, foo)
 	got := testfixtures.WithSyncedStatus(t, foo.DeepCopy(), d).Status
-	cached := desired.DeploymentKind.Compact(d)
+	cached := desired.Deployments.Compact(d)
 	foo.Status = got // the condition keeps its transition time when unchanged
-	if want := desired.Status(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
+	if want := desired.FooStatus(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("WithSyncedStatus differs from the desired status:\n%s", diff.Diff(want, got))
 	}
 }

@@ -34,45 +34,43 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
-// Kinds are the kinds a Foo owns, each registered once with its desired
-// state: the controller watches and caches each of them, and takes each
-// through the same steps of its sync (syncOwned in the repository root,
-// over pkg/owned). Owning another kind is its registration here (its Kind
-// and a pure function from the Foo to its apply configuration, joined by
-// owned.Register), its schema (a -kind in hack/update-codegen.sh) and its
-// RBAC rule (artifacts/deploy/clusterrole.yaml, which test/names holds to
-// this list). The Deployment is the one whose status the Foo's reports.
-var Kinds = []owned.Registration[*samplev1beta1.Foo]{
-	DeploymentRegistration,
+// Registrations are the kinds a Foo owns, each registered once with the
+// object a Foo asks for: the controller watches and caches each of them,
+// and takes each through the same steps of its sync (syncOwned in the
+// repository root, over pkg/owned). Owning another kind is its
+// Registration (a pure function from the Foo to its apply configuration,
+// and what the cache keeps of it: Deployments, in deployment.go), its schema
+// (a -kind in hack/update-codegen.sh) and its RBAC rule
+// (artifacts/deploy/clusterrole.yaml, which test/names holds to this list).
+// The Deployment is the one whose status the Foo's reports.
+var Registrations = []owned.Registered[*samplev1beta1.Foo]{
+	Deployments,
 }
-
-// DeploymentRegistration registers the Deployment a Foo asks for
-// (DeploymentFor) with the Deployment's Kind (DeploymentKind).
-var DeploymentRegistration = owned.Register(DeploymentKind, DeploymentFor)
 
 // OwnedInformer is a kind a Foo owns and the controller's informer of it.
 type OwnedInformer struct {
-	Registration owned.Registration[*samplev1beta1.Foo]
-	Informer     cache.SharedIndexInformer
+	Registered owned.Registered[*samplev1beta1.Foo]
+	Informer   cache.SharedIndexInformer
 }
 
-// NewOwnedInformers returns the controller's informer of each of kinds (in
-// production, Kinds), in order: the objects of that kind the controller
-// manages (labelled LabelManagedBy) in namespace ("" for all), each cached
-// as its owned.Object and indexed by the Foo that controls it.
+// NewOwnedInformers returns the controller's informer of each of
+// registrations (in production, Registrations), in order: the objects of
+// that kind the controller manages (labelled LabelManagedBy) in namespace
+// ("" for all), each cached as its owned.Object and indexed by the Foo that
+// controls it.
 func NewOwnedInformers(
-	kinds []owned.Registration[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
+	registrations []owned.Registered[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
 	resyncPeriod time.Duration,
 ) ([]OwnedInformer, error) {
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
-	informers := make([]OwnedInformer, 0, len(kinds))
-	for _, kind := range kinds {
-		informer, err := kind.NewInformer(clientset, namespace, managedBy, samplecontroller.ControllerName,
+	informers := make([]OwnedInformer, 0, len(registrations))
+	for _, registered := range registrations {
+		informer, err := registered.NewInformer(clientset, namespace, managedBy, samplecontroller.ControllerName,
 			samplecontroller.FooGroupKind, resyncPeriod)
 		if err != nil {
-			return nil, fmt.Errorf("the %s informer: %w", kind.Kind(), err)
+			return nil, err
 		}
-		informers = append(informers, OwnedInformer{Registration: kind, Informer: informer})
+		informers = append(informers, OwnedInformer{Registered: registered, Informer: informer})
 	}
 	return informers, nil
 }
@@ -88,9 +86,10 @@ var ownedSchema = sync.OnceValues(func() (*typed.Parser, error) {
 	return typed.NewParser(typed.YAMLObject(ownedschema.YAML))
 })
 
-// fieldsOf returns the fields of kind that desired sets, found once: kind's
-// type in ownedSchema is typeName (its -kind in hack/update-codegen.sh).
-func fieldsOf[AC any](kind, typeName string, desired func(*samplev1beta1.Foo) AC) func() (*owned.Fields, error) {
+// fieldsOf returns the fields of kind that asks (the Registration's For)
+// sets, found once: kind's type in ownedSchema is typeName (its -kind in
+// hack/update-codegen.sh).
+func fieldsOf[AC any](kind, typeName string, asks func(*samplev1beta1.Foo) AC) func() (*owned.Fields, error) {
 	return sync.OnceValues(func() (*owned.Fields, error) {
 		parser, err := ownedSchema()
 		if err != nil {
@@ -100,22 +99,22 @@ func fieldsOf[AC any](kind, typeName string, desired func(*samplev1beta1.Foo) AC
 		if !t.IsValid() {
 			return nil, fmt.Errorf("no schema for %s: no type %s (a -kind in hack/update-codegen.sh)", kind, typeName)
 		}
-		return probedFields(kind, t, desired)
+		return probedFields(kind, t, asks)
 	})
 }
 
-// probedFields finds the fields of kind, whose type is t, that desired sets
+// probedFields finds the fields of kind, whose type is t, that asks sets
 // for two probe Foos whose specs have every field set, to different values
 // (owned.NewFields).
 func probedFields[AC any](
-	kind string, t typed.ParseableType, desired func(*samplev1beta1.Foo) AC,
+	kind string, t typed.ParseableType, asks func(*samplev1beta1.Foo) AC,
 ) (*owned.Fields, error) {
 	var probes [2]interface{}
 	for i := range probes {
 		probe := &samplev1beta1.Foo{}
 		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
 		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
-		probes[i] = desired(probe)
+		probes[i] = asks(probe)
 	}
 	return owned.NewFields(kind, t, probes)
 }

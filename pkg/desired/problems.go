@@ -50,25 +50,21 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 
 // NewWriter returns what every write of an object a Foo owns carries: the
 // controller's field manager, a Synced event on the Foo recorded by
-// recorder, and Problems.
+// recorder, and RefusedProblem for a refused write.
 func NewWriter(clientset kubernetes.Interface, recorder record.EventRecorder) *owned.Writer {
 	return &owned.Writer{Clientset: clientset, FieldManager: samplecontroller.ControllerName,
-		Recorder: recorder, SyncedReason: samplecontroller.ReasonSynced, Problems: Problems}
+		Recorder: recorder, SyncedReason: samplecontroller.ReasonSynced,
+		Refused: func(action, kind, name string, err error) error { return RefusedProblem(action, kind, name, err) }}
 }
 
-// Problems are the Foo's words for a write of an object it owns, of any
-// kind, that the API server refused (owned.Problems).
-var Problems owned.Problems = problems{}
-
-type problems struct{}
-
-// Refused is a write of an object the Foo owns that the API server refused
-// for a reason its user must address (owned.IsRefused): a quota exceeded,
-// an admission webhook or policy that denies it, missing permission, a
-// namespace being deleted. The ReplicaSet controller reports such refusals
-// as FailedCreate; the reason is the Foo's equivalent for the action. The
-// Foo is retried with backoff, so it converges once the cause is gone.
-func (problems) Refused(action, kind, name string, err error) error {
+// RefusedProblem is a write (action: "create", "update" or "delete") of an
+// object the Foo owns, of any kind, that the API server refused for a reason
+// its user must address (owned.IsRefused): a quota exceeded, an admission
+// webhook or policy that denies it, missing permission, a namespace being
+// deleted. The ReplicaSet controller reports such refusals as FailedCreate;
+// the reason is the Foo's equivalent for the action. The Foo is retried with
+// backoff, so it converges once the cause is gone.
+func RefusedProblem(action, kind, name string, err error) *Problem {
 	reason := map[string]string{
 		"create": samplecontroller.ReasonFailedCreate,
 		"update": samplecontroller.ReasonFailedUpdate,

@@ -71,12 +71,12 @@ func NotReady(reason, message string) metav1.Condition {
 	}
 }
 
-// Status returns the status the Foo should have: the replica counts of
+// FooStatus returns the status the Foo should have: the replica counts of
 // its Deployment (nil when it has none of its own), the pod selector for the
 // scale subresource, and the Ready condition, all stamped with the Foo's
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func Status(
+func FooStatus(
 	foo *samplev1beta1.Foo, deployment *CachedDeployment, ready metav1.Condition,
 ) samplev1beta1.FooStatus {
 	status := samplev1beta1.FooStatus{

@@ -56,7 +56,7 @@ func TestReadyCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			got := ReadyCondition(foo, DeploymentKind.Compact(d))
+			got := ReadyCondition(foo, Deployments.Compact(d))
 			if got.Type != samplecontroller.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
@@ -89,16 +89,16 @@ func TestEqualIgnoringTransitionTimes(t *testing.T) {
 // new one. The Foo passed in is not modified.
 func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
-	d := DeploymentKind.Compact(testfixtures.OwnedDeployment(t, foo))
+	d := Deployments.Compact(testfixtures.OwnedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplecontroller.ReasonAvailable, LastTransitionTime: long}}
 
-	same := Status(foo, d, ReadyCondition(foo, d))
+	same := FooStatus(foo, d, ReadyCondition(foo, d))
 	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
 		t.Errorf("unchanged condition moved its transition time to %v", got)
 	}
-	changed := Status(foo, nil, NotReady(samplecontroller.ReasonResourceExists, "taken"))
+	changed := FooStatus(foo, nil, NotReady(samplecontroller.ReasonResourceExists, "taken"))
 	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
 		t.Error("changed condition kept its old transition time")
 	}

@@ -73,7 +73,7 @@ func NewFields(kind string, t typed.ParseableType, probes [2]interface{}) (*Fiel
 	for i, probe := range probes {
 		owned, err := f.ownedPart(probe)
 		if err != nil {
-			return nil, fmt.Errorf("the desired %s: %w", kind, err)
+			return nil, fmt.Errorf("the %s wanted: %w", kind, err)
 		}
 		f.pattern[i] = owned.AsValue().Unstructured()
 	}
@@ -82,8 +82,8 @@ func NewFields(kind string, t typed.ParseableType, probes [2]interface{}) (*Fiel
 
 // ownedPart is a desired state without its identity and ownership, typed:
 // the values of the fields the controller owns.
-func (f *Fields) ownedPart(desired interface{}) (*typed.TypedValue, error) {
-	data, err := json.Marshal(desired)
+func (f *Fields) ownedPart(want interface{}) (*typed.TypedValue, error) {
+	data, err := json.Marshal(want)
 	if err != nil {
 		return nil, err
 	}
@@ -226,15 +226,15 @@ func sameKeys(keys []string, item value.Value, want, other interface{}) bool {
 }
 
 // Drift lists the fields the controller owns whose value in the actual
-// object differs from the desired one, or that the actual one lacks, as
+// object differs from the wanted one, or that the actual one lacks, as
 // server-side apply names fields (".spec.replicas",
 // `.spec.template.spec.containers[name="nginx"].image`), in order. A field
 // whose parent is listed is not listed again. values are the actual
 // object's, as Values returned them; name names it in errors.
-func (f *Fields) Drift(desired interface{}, name, values string) ([]string, error) {
-	want, err := f.ownedPart(desired)
+func (f *Fields) Drift(wanted interface{}, name, values string) ([]string, error) {
+	want, err := f.ownedPart(wanted)
 	if err != nil {
-		return nil, fmt.Errorf("the desired %s: %w", f.kind, err)
+		return nil, fmt.Errorf("the %s wanted: %w", f.kind, err)
 	}
 	if values == "" {
 		return nil, fmt.Errorf("cached %s %s: the cache kept none of its values", f.kind, name)

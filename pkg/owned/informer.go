@@ -35,9 +35,9 @@ type ListWatcher[L runtime.Object] interface {
 }
 
 // NewInformer returns an informer of the controller's own for the objects
-// of kind k that client lists and watches and that carry managedBy, a label
-// and its value, whose cache holds each as its Object for a controller whose
-// field manager is fieldManager (k.TransformFor), with indexers. clientset
+// that client lists and watches and that carry managedBy, a label and its
+// value, whose cache holds each as its Object (transform: the registration's
+// TransformFor the controller's field manager), with indexers. clientset
 // is the clientset client comes from: client-go asks it whether the server
 // streams lists (cache.ToListWatcherWithWatchListSemantics), as a shared
 // informer factory's informer does.
@@ -45,10 +45,10 @@ type ListWatcher[L runtime.Object] interface {
 // Its own, not a shared informer factory's: the factory's informer comes
 // with a typed lister that any other reader of that factory would trust to
 // hand out the kind's Go type, and with this transform it would hand out
-// Objects. Read it through its indexer (Kind.Get).
-func NewInformer[T, L runtime.Object, AC ApplyConfiguration[AC], S any](
-	k *Kind[T, L, AC, S], client ListWatcher[L], clientset any, managedBy labels.Set, fieldManager string,
-	example T, resyncPeriod time.Duration, indexers cache.Indexers,
+// Objects. Read it through its indexer (Registration.Get).
+func NewInformer[L runtime.Object](
+	transform cache.TransformFunc, client ListWatcher[L], clientset any, managedBy labels.Set,
+	example runtime.Object, resyncPeriod time.Duration, indexers cache.Indexers,
 ) (cache.SharedIndexInformer, error) {
 	selector := labels.SelectorFromSet(managedBy).String()
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
@@ -65,7 +65,7 @@ func NewInformer[T, L runtime.Object, AC ApplyConfiguration[AC], S any](
 		ResyncPeriod: resyncPeriod,
 		Indexers:     indexers,
 	})
-	if err := informer.SetTransform(k.TransformFor(fieldManager)); err != nil {
+	if err := informer.SetTransform(transform); err != nil {
 		return nil, err
 	}
 	return informer, nil

@@ -20,22 +20,19 @@ limitations under the License.
 // drifted (Fields), which owner controls it (ControllerRef), the informer
 // that watches the objects the controller manages (NewInformer), and the
 // steps of their sync that write (Create, Repair, DeleteStale). A kind is
-// described once (Kind), registered with the function of the object an
-// owner asks for (Register), and everything here works for it; nothing here
-// names a kind or the Foo's type.
+// registered once (Registration), with the function of the object an owner
+// asks for, and everything here works for it; nothing here names a kind or
+// the Foo's type.
 package owned
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -49,12 +46,13 @@ import (
 // beyond the fields the controller sets, the reasons, messages and
 // timestamps of its conditions. An Object is what is read, and nothing
 // else: code cannot read what the cache lacks, it does not compile. Of the
-// spec and labels it keeps the values at the fields the desired state sets,
-// whatever they are (Fields): a field the desired state starts to set is
-// cached with no edit here; of the status, what the kind's Status function
-// reads. Objects the controller gets from the API directly (the result of a
-// create or an apply, a GET) are complete; they are read through the same
-// Kind.Compact, so the controller judges every object by the same few fields.
+// spec and labels it keeps the values at the fields the registration's For
+// sets, whatever they are (Fields): a field For starts to set is cached with
+// no edit here; of the status, what the registration's ReadStatus reads.
+// Objects the controller gets from the API directly (the result of a create
+// or an apply, a GET) are complete; they are read through the same
+// Registration.Compact, so the controller judges every object by the same
+// few fields.
 //
 // It is rebuilt from an allow-list of the object's fields, so whatever a
 // newer API version adds is dropped by default, and an Object passes through
@@ -86,8 +84,8 @@ type Object[S any] struct {
 
 	// Values holds, as JSON, the object's values at the fields the
 	// controller owns (Fields.Values), and only those: another team's
-	// labels, containers and defaults are not kept. Kind.Drift compares the
-	// desired values with them. Empty only when they could not be encoded,
+	// labels, containers and defaults are not kept. Registration.Drift compares
+	// the wanted values with them. Empty only when they could not be encoded,
 	// which Drift reports.
 	Values string
 
@@ -101,7 +99,7 @@ type Object[S any] struct {
 	// create records what it set (and an older release of the controller,
 	// or a hand-made object it adopted, may have left). A forced apply gives
 	// up only what its manager's apply owned: the repair hands the fields
-	// over first (Kind.handToApply).
+	// over first (Registration.handToApply).
 	ManagedByUpdate bool
 }
 
@@ -128,31 +126,15 @@ func (o *Object[S]) DeepCopy() *Object[S] {
 	return &out
 }
 
-// Kind is what the machinery needs to know of one kind of owned object T,
-// listed as L, applied as AC: the kind's registration.
-type Kind[T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
-	// Name is the kind, as messages name it ("Deployment").
-	Name string
-	// Resource is the kind's resource, as NotFound errors name it.
-	Resource schema.GroupResource
-	// Fields returns the fields the controller owns on a T, found once
-	// (NewFields).
-	Fields func() (*Fields, error)
-	// Status is what is read of a T's status.
-	Status func(T) S
-	// Client is the kind's typed client in namespace.
-	Client func(clientset kubernetes.Interface, namespace string) Client[T, L, AC]
-}
-
 // Compact returns what the cache keeps of obj, its Object. obj is not modified, and the
 // result shares none of its structs, maps or slices (only strings, which
 // the decoders allocate one by one), so obj can be collected at once.
-func (k *Kind[T, L, AC, S]) Compact(obj T) *Object[S] {
+func (r *Registration[O, T, L, AC, S]) Compact(obj T) *Object[S] {
 	meta := any(obj).(metav1.Object)
 	// An error leaves Values empty, and Drift reports it where it can be
 	// returned: the sync of the Foo.
 	var values string
-	if fields, err := k.Fields(); err == nil {
+	if fields, err := r.Fields(); err == nil {
 		values, _ = fields.Values(obj)
 	}
 	return &Object[S]{
@@ -165,15 +147,15 @@ func (k *Kind[T, L, AC, S]) Compact(obj T) *Object[S] {
 			OwnerReferences: controllerReferenceOnly(meta.GetOwnerReferences()),
 		},
 		Values: values,
-		Status: k.Status(obj),
+		Status: r.ReadStatus(obj),
 	}
 }
 
 // CompactFor is Compact for a controller whose field manager is manager: it
 // also records whether manager's fields are still an update's
 // (ManagedByUpdate).
-func (k *Kind[T, L, AC, S]) CompactFor(obj T, manager string) *Object[S] {
-	cached := k.Compact(obj)
+func (r *Registration[O, T, L, AC, S]) CompactFor(obj T, manager string) *Object[S] {
+	cached := r.Compact(obj)
 	for _, entry := range any(obj).(metav1.Object).GetManagedFields() {
 		if entry.Manager == manager && entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" {
 			cached.ManagedByUpdate = true
@@ -187,11 +169,11 @@ func (k *Kind[T, L, AC, S]) CompactFor(obj T, manager string) *Object[S] {
 // anything else, an Object or a cache.DeletedFinalStateUnknown tombstone
 // (whose object was turned when it entered the cache) among them, passes
 // through unchanged.
-func (k *Kind[T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
+func (r *Registration[O, T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
 		if o, ok := obj.(T); ok {
 			if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
-				return k.CompactFor(o, manager), nil
+				return r.CompactFor(o, manager), nil
 			}
 		}
 		return obj, nil
@@ -199,30 +181,13 @@ func (k *Kind[T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
 }
 
 // Drift lists the fields the controller owns that differ in actual from
-// desired, an apply configuration of T (Fields.Drift).
-func (k *Kind[T, L, AC, S]) Drift(desired interface{}, actual *Object[S]) ([]string, error) {
-	fields, err := k.Fields()
+// want, an apply configuration of T (Fields.Drift).
+func (r *Registration[O, T, L, AC, S]) Drift(want interface{}, actual *Object[S]) ([]string, error) {
+	fields, err := r.Fields()
 	if err != nil {
 		return nil, err
 	}
-	return fields.Drift(desired, actual.Namespace+"/"+actual.Name, actual.Values)
-}
-
-// Get returns the object of that name from indexer, the cache of the kind's
-// informer, or a NotFound error, as a lister would.
-func (k *Kind[T, L, AC, S]) Get(indexer cache.Indexer, namespace, name string) (*Object[S], error) {
-	obj, exists, err := indexer.GetByKey(cache.NewObjectName(namespace, name).String())
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		return nil, apierrors.NewNotFound(k.Resource, name)
-	}
-	o, ok := obj.(*Object[S])
-	if !ok {
-		return nil, fmt.Errorf("cached %s %s/%s is a %T, not what the transform makes", k.Name, namespace, name, obj)
-	}
-	return o, nil
+	return fields.Drift(want, actual.Namespace+"/"+actual.Name, actual.Values)
 }
 
 // controllerReferenceOnly returns the owner reference metav1.GetControllerOf
@@ -258,12 +223,12 @@ func intern(s string) string {
 	return c.(string)
 }
 
-// ToObject turns desired, an apply configuration, into into, an object of
+// ToObject turns ac, an apply configuration, into into, an object of
 // its kind, for a plain create. An apply configuration serializes to exactly
 // the fields it sets, so the round trip through JSON yields the same object
 // an apply would create.
-func ToObject(desired interface{}, into runtime.Object) error {
-	data, err := json.Marshal(desired)
+func ToObject(ac interface{}, into runtime.Object) error {
+	data, err := json.Marshal(ac)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,8 @@ import (
 // it no longer asks for (DeleteStale), each write with an event on the
 // owner. The steps read the cache and write only differences: an owner
 // whose objects are right costs no API call. The controller calls them
-// itself, so that each is a line a reader can point to; Registration hands
-// them out whatever the kind, without type parameters.
+// itself, so that each is a line a reader can point to, through Registered,
+// which hands them out whatever the kind.
 
 // Client is client-go's typed client of one kind in one namespace, such as
 // clientset.AppsV1().Deployments(namespace).
@@ -86,15 +86,11 @@ type Writer struct {
 	// for every write.
 	Recorder     record.EventRecorder
 	SyncedReason string
-	// Problems says what stops a sync in words for the owner's user.
-	Problems Problems
-}
-
-// Problems turn what stops a sync into errors its owner's user reads.
-type Problems interface {
-	// Refused is a write (action: "create", "update" or "delete") the API
-	// server refused for a reason the user must address (IsRefused).
-	Refused(action, kind, name string, err error) error
+	// Refused turns a write (action: "create", "update" or "delete") of the
+	// named object of a kind, which the API server refused for a reason the
+	// owner's user must address (IsRefused), into the error that stops the
+	// sync, in words for that user.
+	Refused func(action, kind, name string, err error) error
 }
 
 // IsRefused reports whether err is the API server refusing a write for a
@@ -107,16 +103,38 @@ func IsRefused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
-// Registration is a kind of object owners of type O own, registered with
-// Register: what a controller needs of it, whatever the kind, the steps of
-// its sync among it. An object goes in and out of the steps as a
-// metav1.Object: the kind's Object, as its cache holds it.
-type Registration[O Owner] interface {
-	// Kind is the kind, as messages name it.
-	Kind() string
-	// Resource is the kind's group and resource, as RBAC rules and audit
-	// policies name it.
-	Resource() schema.GroupResource
+// Registration is one kind of object T, listed as L, applied as AC, that
+// owners of type O own: the function of the object an owner asks for (For),
+// and what the machinery needs to know of the kind to cache, compare and
+// write it. S is what the controller reads of a T's status. Owning another
+// kind is another Registration; nothing else here names a kind.
+type Registration[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
+	// Kind is the kind, as messages name it ("Deployment").
+	Kind string
+	// Resource is the kind's group and resource, as RBAC rules, audit
+	// policies and NotFound errors name it.
+	Resource schema.GroupResource
+	// For returns the object owner asks for: a pure function of the owner
+	// that names exactly the fields the controller owns.
+	For func(owner O) AC
+	// Fields returns the fields the controller owns on a T (those For
+	// sets), found once (NewFields).
+	Fields func() (*Fields, error)
+	// ReadStatus is what is read of a T's status, which the cache keeps.
+	ReadStatus func(T) S
+	// Client is the kind's typed client in namespace.
+	Client func(clientset kubernetes.Interface, namespace string) Client[T, L, AC]
+}
+
+// Registered is a Registration as a controller holds it, whatever the kind:
+// the steps of the sync of one object its owner asks for, and the informer
+// whose cache they read. An object goes in and out of the steps as a
+// metav1.Object: the kind's Object, as its cache holds it. The cache is
+// passed to the steps that read it (Get, DeleteStale): a Registration is
+// the kind's and shared, a cache is one controller's.
+type Registered[O Owner] interface {
+	// GroupResource is the kind's group and resource (Registration.Resource).
+	GroupResource() schema.GroupResource
 	// NewInformer returns the controller's informer of the objects of the
 	// kind labelled managedBy in namespace ("" for all), whose cache holds
 	// each as its Object for the controller's fieldManager, indexed by the
@@ -124,146 +142,123 @@ type Registration[O Owner] interface {
 	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, fieldManager string,
 		ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
 
-	// Desired is the object owner asks for: the registered function's.
-	Desired(owner O) Desired
+	// Want is the object owner asks for (Registration.For).
+	Want(owner O) Wanted
 	// Get reads the object of that name from indexer, the cache of the
 	// kind's informer, as a lister would: a NotFound error if it is not
 	// there.
 	Get(indexer cache.Indexer, namespace, name string) (metav1.Object, error)
-	// Create creates the desired object, missing from the cache (Kind.Create).
-	Create(ctx context.Context, w *Writer, owner O, desired Desired) (metav1.Object, error)
-	// Repair applies the desired object where a field the controller owns
-	// drifted in obj, and returns the object as it then is (Kind.Repair).
-	Repair(ctx context.Context, w *Writer, owner O, desired Desired, obj metav1.Object) (metav1.Object, error)
-	// DeleteStale deletes the objects owner controls under another name than
-	// keep (Kind.DeleteStale).
+	// Create creates the object wanted, missing from the cache.
+	Create(ctx context.Context, w *Writer, owner O, want Wanted) (metav1.Object, error)
+	// Repair applies the object wanted where a field the controller owns
+	// drifted in obj, and returns the object as it then is.
+	Repair(ctx context.Context, w *Writer, owner O, want Wanted, obj metav1.Object) (metav1.Object, error)
+	// DeleteStale deletes the objects owner controls, as indexer holds them,
+	// under another name than keep.
 	DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner O, keep string) error
 }
 
-// Desired is the object an owner asks for, of one registered kind.
-type Desired struct {
+// Wanted is the object an owner asks for, of one registered kind.
+type Wanted struct {
+	// Kind is the kind, as messages name it (Registration.Kind).
+	Kind string
 	// Name is the object's name, in the owner's namespace.
 	Name string
-	// ApplyConfiguration is the object as the registered function returned
-	// it: the kind's apply configuration, which names exactly the fields
-	// the controller owns.
+	// ApplyConfiguration is the object as Registration.For returned it: the
+	// kind's apply configuration, which names exactly the fields the
+	// controller owns.
 	ApplyConfiguration any
 }
 
-// Register registers kind k, whose object an owner of type O asks for is
-// desired(owner), a pure function that names exactly the fields the
-// controller owns.
-func Register[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any](
-	k *Kind[T, L, AC, S], desired func(O) AC,
-) Registration[O] {
-	return &registration[O, T, L, AC, S]{kind: k, desired: desired}
-}
+// GroupResource implements Registered.
+func (r *Registration[O, T, L, AC, S]) GroupResource() schema.GroupResource { return r.Resource }
 
-type registration[O Owner, T, L runtime.Object, AC ApplyConfiguration[AC], S any] struct {
-	kind    *Kind[T, L, AC, S]
-	desired func(O) AC
-}
-
-func (r *registration[O, T, L, AC, S]) Kind() string { return r.kind.Name }
-
-func (r *registration[O, T, L, AC, S]) Resource() schema.GroupResource { return r.kind.Resource }
-
-func (r *registration[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string,
+// NewInformer implements Registered.
+func (r *Registration[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string,
 	managedBy labels.Set, fieldManager string, ownerKind schema.GroupKind, resyncPeriod time.Duration,
 ) (cache.SharedIndexInformer, error) {
-	return NewInformer(r.kind, r.kind.Client(clientset, namespace), clientset, managedBy, fieldManager,
-		r.kind.newObject(), resyncPeriod, Indexers(ownerKind))
+	informer, err := NewInformer(r.TransformFor(fieldManager), r.Client(clientset, namespace), clientset,
+		managedBy, r.newObject(), resyncPeriod, Indexers(ownerKind))
+	if err != nil {
+		return nil, fmt.Errorf("the %s informer: %w", r.Kind, err)
+	}
+	return informer, nil
 }
 
-func (r *registration[O, T, L, AC, S]) Desired(owner O) Desired {
-	ac := r.desired(owner)
+// Want implements Registered.
+func (r *Registration[O, T, L, AC, S]) Want(owner O) Wanted {
+	ac := r.For(owner)
 	name := ""
 	if n := ac.GetName(); n != nil {
 		name = *n
 	}
-	return Desired{Name: name, ApplyConfiguration: ac}
+	return Wanted{Kind: r.Kind, Name: name, ApplyConfiguration: ac}
 }
 
-func (r *registration[O, T, L, AC, S]) Get(indexer cache.Indexer, namespace, name string) (metav1.Object, error) {
-	obj, err := r.kind.Get(indexer, namespace, name)
-	if err != nil {
-		return nil, err // not a nil *Object[S] in a non-nil interface
-	}
-	return obj, nil
-}
-
-func (r *registration[O, T, L, AC, S]) Create(ctx context.Context, w *Writer, owner O,
-	desired Desired) (metav1.Object, error) {
-	ac, err := r.applyConfiguration(desired)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := r.kind.Create(ctx, w, owner, desired.Name, ac)
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
-}
-
-func (r *registration[O, T, L, AC, S]) Repair(ctx context.Context, w *Writer, owner O, desired Desired,
-	obj metav1.Object) (metav1.Object, error) {
-	ac, err := r.applyConfiguration(desired)
-	if err != nil {
-		return nil, err
-	}
-	cached, ok := obj.(*Object[S])
+// applyConfiguration is the kind's apply configuration in want.
+func (r *Registration[O, T, L, AC, S]) applyConfiguration(want Wanted) (AC, error) {
+	ac, ok := want.ApplyConfiguration.(AC)
 	if !ok {
-		return nil, fmt.Errorf("%s %s is a %T, not what its cache holds", r.kind.Name, obj.GetName(), obj)
-	}
-	repaired, err := r.kind.Repair(ctx, w, owner, ac, cached)
-	if err != nil {
-		return nil, err
-	}
-	return repaired, nil
-}
-
-func (r *registration[O, T, L, AC, S]) DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner O,
-	keep string) error {
-	return r.kind.DeleteStale(ctx, w, indexer, owner, keep)
-}
-
-// applyConfiguration is the kind's apply configuration in desired.
-func (r *registration[O, T, L, AC, S]) applyConfiguration(desired Desired) (AC, error) {
-	ac, ok := desired.ApplyConfiguration.(AC)
-	if !ok {
-		return ac, fmt.Errorf("the desired %s is a %T, not the kind's apply configuration",
-			r.kind.Name, desired.ApplyConfiguration)
+		return ac, fmt.Errorf("the %s wanted is a %T, not the kind's apply configuration",
+			r.Kind, want.ApplyConfiguration)
 	}
 	return ac, nil
 }
 
+// Cached is obj, an object of the kind from its cache or from a step, as
+// its type: what the cache keeps of a T.
+func (r *Registration[O, T, L, AC, S]) Cached(obj any) (*Object[S], error) {
+	o, ok := obj.(*Object[S])
+	if !ok {
+		return nil, fmt.Errorf("a cached %s is a %T, not what the transform makes", r.Kind, obj)
+	}
+	return o, nil
+}
+
 // newObject returns a new, empty T.
-func (k *Kind[T, L, AC, S]) newObject() T {
+func (r *Registration[O, T, L, AC, S]) newObject() T {
 	var zero T
 	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 }
 
-// Create creates the object name as desired says, missing from the cache,
-// and returns what the cache keeps of it: a plain create, as an apply would
-// take over an object of that name the cache does not see. If the name is
-// taken by such an object (it lacks the controller's label), or the create
-// is refused, as a quota at its limit refuses a second create of the one the
-// controller made and the cache has not shown yet, it returns the API
-// server's copy of the object of that name, whose controller the caller
-// checks; a refused create of a name nobody has is a problem
-// (Problems.Refused).
-func (k *Kind[T, L, AC, S]) Create(ctx context.Context, w *Writer, owner Owner, name string,
-	desired AC) (*Object[S], error) {
-	client := k.Client(w.Clientset, owner.GetNamespace())
-	object := k.newObject()
-	if err := ToObject(desired, object); err != nil {
+// Get implements Registered: the object of that name from indexer, the cache
+// of the kind's informer, or a NotFound error, as a lister would.
+func (r *Registration[O, T, L, AC, S]) Get(indexer cache.Indexer, namespace, name string) (metav1.Object, error) {
+	obj, exists, err := indexer.GetByKey(cache.NewObjectName(namespace, name).String())
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(r.Resource, name)
+	}
+	return r.Cached(obj)
+}
+
+// Create implements Registered: it creates the object wanted, missing from
+// the cache, and returns what the cache keeps of it: a plain create, as an
+// apply would take over an object of that name the cache does not see. If
+// the name is taken by such an object (it lacks the controller's label), or
+// the create is refused, as a quota at its limit refuses a second create of
+// the one the controller made and the cache has not shown yet, it returns
+// the API server's copy of the object of that name, whose controller the
+// caller checks; a refused create of a name nobody has is the owner's
+// problem (Writer.Refused).
+func (r *Registration[O, T, L, AC, S]) Create(ctx context.Context, w *Writer, owner O,
+	want Wanted) (metav1.Object, error) {
+	ac, err := r.applyConfiguration(want)
+	if err != nil {
+		return nil, err
+	}
+	client := r.Client(w.Clientset, owner.GetNamespace())
+	object := r.newObject()
+	if err := ToObject(ac, object); err != nil {
 		return nil, err
 	}
 	created, err := client.Create(ctx, object, metav1.CreateOptions{FieldManager: w.FieldManager})
 	if err == nil {
-		cached := k.CompactFor(created, w.FieldManager)
-		klog.FromContext(ctx).V(2).Info("Created "+k.Name, "object", klog.KObj(cached))
-		w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", k.Name, cached.Name)
+		cached := r.CompactFor(created, w.FieldManager)
+		klog.FromContext(ctx).V(2).Info("Created "+r.Kind, "object", klog.KObj(cached))
+		w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Created %s %s", r.Kind, cached.Name)
 		return cached, nil
 	}
 	refused := IsRefused(err)
@@ -271,27 +266,27 @@ func (k *Kind[T, L, AC, S]) Create(ctx context.Context, w *Writer, owner Owner, 
 		return nil, err
 	}
 	// Taken and uncached, or refused: judge the API server's copy.
-	served, getErr := client.Get(ctx, name, metav1.GetOptions{})
+	served, getErr := client.Get(ctx, want.Name, metav1.GetOptions{})
 	if refused && apierrors.IsNotFound(getErr) {
-		return nil, w.Problems.Refused("create", k.Name, name, err)
+		return nil, w.Refused("create", r.Kind, want.Name, err)
 	}
 	if getErr != nil {
 		return nil, getErr
 	}
-	return k.CompactFor(served, w.FieldManager), nil
+	return r.CompactFor(served, w.FieldManager), nil
 }
 
 // handToApply makes the fields obj records under the controller's field
 // manager as an update its apply's, and returns the object as it then is.
 // Server-side apply keeps a manager's updates apart from its applies: a
 // field the create set stays the update's, and an apply that no longer sets
-// it does not remove it (a port the desired state moved from 8080 to 9090
+// it does not remove it (a port the wanted object moved from 8080 to 9090
 // would be served twice, and refused). client-go's csaupgrade rewrites
 // managedFields so, as for a client moving from client-side to server-side
 // apply; the cache does not keep managedFields, so they are read from the
 // API server first. Once per object, at its first repair: a create is not
 // followed by a write that nothing may need.
-func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writer, client Client[T, L, AC],
+func (r *Registration[O, T, L, AC, S]) handToApply(ctx context.Context, w *Writer, client Client[T, L, AC],
 	obj *Object[S]) (*Object[S], error) {
 	served, err := client.Get(ctx, obj.Name, metav1.GetOptions{})
 	if err != nil {
@@ -299,7 +294,7 @@ func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writer, client C
 	}
 	if version := any(served).(metav1.Object).GetResourceVersion(); version != obj.ResourceVersion {
 		// Changed since the cache saw it: the owner is synced again once the cache has the change.
-		return nil, apierrors.NewConflict(k.Resource, obj.Name,
+		return nil, apierrors.NewConflict(r.Resource, obj.Name,
 			fmt.Errorf("the cache holds version %s, the API server %s", obj.ResourceVersion, version))
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(served, sets.New(w.FieldManager), w.FieldManager)
@@ -311,78 +306,87 @@ func (k *Kind[T, L, AC, S]) handToApply(ctx context.Context, w *Writer, client C
 	if err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).V(2).Info("Handed "+k.Name+"'s fields from the field manager's update to its apply",
+	klog.FromContext(ctx).V(2).Info("Handed "+r.Kind+"'s fields from the field manager's update to its apply",
 		"object", klog.KObj(obj))
-	return k.CompactFor(patched, w.FieldManager), nil
+	return r.CompactFor(patched, w.FieldManager), nil
 }
 
-// Repair applies the desired state where a field the controller owns
-// drifted in obj, what the cache keeps of an object the owner controls, and
-// returns what the cache keeps of the object then: obj itself when nothing
-// drifted, and no API call made.
-func (k *Kind[T, L, AC, S]) Repair(ctx context.Context, w *Writer, owner Owner,
-	desired AC, obj *Object[S]) (*Object[S], error) {
-	client := k.Client(w.Clientset, owner.GetNamespace())
-	drift, err := k.Drift(desired, obj)
+// Repair implements Registered: it applies the object wanted where a field
+// the controller owns drifted in obj, what the cache keeps of an object the
+// owner controls, and returns what the cache keeps of the object then: obj
+// itself when nothing drifted, and no API call made.
+func (r *Registration[O, T, L, AC, S]) Repair(ctx context.Context, w *Writer, owner O, want Wanted,
+	obj metav1.Object) (metav1.Object, error) {
+	ac, err := r.applyConfiguration(want)
+	if err != nil {
+		return nil, err
+	}
+	cached, err := r.Cached(obj)
+	if err != nil {
+		return nil, err
+	}
+	drift, err := r.Drift(ac, cached)
 	if err != nil {
 		return nil, err
 	}
 	if len(drift) == 0 {
-		return obj, nil
+		return cached, nil
 	}
-	if obj.ManagedByUpdate {
-		if obj, err = k.handToApply(ctx, w, client, obj); err != nil {
+	client := r.Client(w.Clientset, owner.GetNamespace())
+	if cached.ManagedByUpdate {
+		if cached, err = r.handToApply(ctx, w, client, cached); err != nil {
 			return nil, err
 		}
 	}
 	// Force: fields the controller owns are its own. The resourceVersion makes it conditional: an
 	// object changed since the cache saw it is answered 409 and the owner synced again, not undone.
-	applied, err := client.Apply(ctx, desired.WithResourceVersion(obj.ResourceVersion),
+	applied, err := client.Apply(ctx, ac.WithResourceVersion(cached.ResourceVersion),
 		metav1.ApplyOptions{FieldManager: w.FieldManager, Force: true})
 	if IsRefused(err) {
-		return nil, w.Problems.Refused("update", k.Name, obj.Name, err)
+		return nil, w.Refused("update", r.Kind, cached.Name, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	cached := k.CompactFor(applied, w.FieldManager)
-	klog.FromContext(ctx).V(2).Info("Updated "+k.Name, "object", klog.KObj(cached), "fields", drift)
+	repaired := r.CompactFor(applied, w.FieldManager)
+	klog.FromContext(ctx).V(2).Info("Updated "+r.Kind, "object", klog.KObj(repaired), "fields", drift)
 	w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Updated %s %s: %s",
-		k.Name, cached.Name, strings.Join(drift, ", "))
-	return cached, nil
+		r.Kind, repaired.Name, strings.Join(drift, ", "))
+	return repaired, nil
 }
 
-// DeleteStale deletes the objects owner controls under another name than
-// keep, as after the owner changed the name it asks for.
-func (k *Kind[T, L, AC, S]) DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner Owner,
+// DeleteStale implements Registered: it deletes the objects owner controls
+// under another name than keep, as after the owner changed the name it asks
+// for.
+func (r *Registration[O, T, L, AC, S]) DeleteStale(ctx context.Context, w *Writer, indexer cache.Indexer, owner O,
 	keep string) error {
 	controlled, err := indexer.ByIndex(ByControllerUID, string(owner.GetUID()))
 	if err != nil {
 		return err
 	}
 	for _, obj := range controlled {
-		stale, ok := obj.(*Object[S])
-		if !ok {
-			return fmt.Errorf("cached %s is a %T, not what the transform makes", k.Name, obj)
+		stale, err := r.Cached(obj)
+		if err != nil {
+			return err
 		}
 		if stale.Name == keep {
 			continue
 		}
 		// The UID precondition: the very object we saw, not a namesake.
-		err := k.Client(w.Clientset, stale.Namespace).Delete(ctx, stale.Name,
+		err = r.Client(w.Clientset, stale.Namespace).Delete(ctx, stale.Name,
 			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(stale.UID))})
 		if apierrors.IsNotFound(err) {
 			continue // deleted already; the cache had not caught up
 		}
 		if IsRefused(err) {
-			return w.Problems.Refused("delete", k.Name, stale.Name, err)
+			return w.Refused("delete", r.Kind, stale.Name, err)
 		}
 		if err != nil {
 			return err
 		}
-		klog.FromContext(ctx).V(2).Info("Deleted stale "+k.Name, "object", klog.KObj(stale))
+		klog.FromContext(ctx).V(2).Info("Deleted stale "+r.Kind, "object", klog.KObj(stale))
 		w.Recorder.Eventf(owner, corev1.EventTypeNormal, w.SyncedReason, "Deleted %s %s: replaced by %s",
-			k.Name, stale.Name, keep)
+			r.Kind, stale.Name, keep)
 	}
 	return nil
 }

@@ -59,8 +59,8 @@ func widget() *metav1.PartialObjectMetadata {
 	}
 }
 
-// desiredService is the Service a Widget asks for, named name.
-func desiredService(w *metav1.PartialObjectMetadata, name string) *corev1ac.ServiceApplyConfiguration {
+// serviceFor is the Service a Widget asks for, named name.
+func serviceFor(w *metav1.PartialObjectMetadata, name string) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(name, w.Namespace).
 		WithLabels(map[string]string{"app": w.Name, "managed-by": "widget-controller"}).
 		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(w.APIVersion).WithKind(w.Kind).
@@ -70,38 +70,48 @@ func desiredService(w *metav1.PartialObjectMetadata, name string) *corev1ac.Serv
 			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80).WithTargetPort(intstr.FromInt32(8080))))
 }
 
-var services = &owned.Kind[*corev1.Service, *corev1.ServiceList, *corev1ac.ServiceApplyConfiguration, struct{}]{
-	Name:     "Service",
-	Resource: corev1.Resource("services"),
-	Fields: func() (*owned.Fields, error) {
-		tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(&corev1.Service{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}})
-		if err != nil {
-			return nil, err
-		}
-		probe := func(name string) interface{} {
-			w := widget()
-			w.Name, w.UID = name, types.UID("uid-probe-"+name)
-			return desiredService(w, name)
-		}
-		return owned.NewFields("Service", typed.ParseableType{Schema: tv.Schema(), TypeRef: tv.TypeRef()},
-			[2]interface{}{probe("p1"), probe("p2")})
-	},
-	Status: func(*corev1.Service) struct{} { return struct{}{} },
-	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*corev1.Service,
-		*corev1.ServiceList, *corev1ac.ServiceApplyConfiguration] {
-		return clientset.CoreV1().Services(namespace)
-	},
+// servicesAsking registers the Service a Widget asks for as asks says.
+func servicesAsking(asks func(*metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration,
+) *owned.Registration[*metav1.PartialObjectMetadata, *corev1.Service, *corev1.ServiceList,
+	*corev1ac.ServiceApplyConfiguration, struct{}] {
+	return &owned.Registration[*metav1.PartialObjectMetadata, *corev1.Service, *corev1.ServiceList,
+		*corev1ac.ServiceApplyConfiguration, struct{}]{
+		Kind:     "Service",
+		For:      asks,
+		Resource: corev1.Resource("services"),
+		Fields: func() (*owned.Fields, error) {
+			tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(&corev1.Service{
+				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}})
+			if err != nil {
+				return nil, err
+			}
+			probe := func(name string) interface{} {
+				w := widget()
+				w.Name, w.UID = name, types.UID("uid-probe-"+name)
+				return serviceFor(w, name)
+			}
+			return owned.NewFields("Service", typed.ParseableType{Schema: tv.Schema(), TypeRef: tv.TypeRef()},
+				[2]interface{}{probe("p1"), probe("p2")})
+		},
+		ReadStatus: func(*corev1.Service) struct{} { return struct{}{} },
+		Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*corev1.Service,
+			*corev1.ServiceList, *corev1ac.ServiceApplyConfiguration] {
+			return clientset.CoreV1().Services(namespace)
+		},
+	}
 }
 
-// problems words what stops a Widget's reconcile.
-type problems struct{}
+// services is the Service "web" a Widget asks for, registered.
+var services = servicesAsking(func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
+	return serviceFor(w, "web")
+})
 
-func (problems) NameTaken(kind string, object metav1.Object) error {
+// nameTaken and refused word what stops a Widget's reconcile.
+func nameTaken(kind string, object metav1.Object) error {
 	return &problem{kind + " " + object.GetName() + " is taken"}
 }
 
-func (problems) Refused(action, kind, name string, _ error) error {
+func refused(action, kind, name string, _ error) error {
 	return &problem{"cannot " + action + " " + kind + " " + name}
 }
 
@@ -113,7 +123,7 @@ func (p *problem) Error() string { return p.message }
 func servedService(t *testing.T, w *metav1.PartialObjectMetadata, name string) *corev1.Service {
 	t.Helper()
 	s := &corev1.Service{}
-	if err := owned.ToObject(desiredService(w, name), s); err != nil {
+	if err := owned.ToObject(serviceFor(w, name), s); err != nil {
 		t.Fatal(err)
 	}
 	s.UID, s.ResourceVersion = types.UID("uid-svc-"+name), "1"
@@ -142,46 +152,44 @@ func newServiceFixture(t *testing.T, served ...*corev1.Service) *serviceFixture 
 	}
 	f := &serviceFixture{client: k8sfake.NewClientset(objects...), indexer: indexer, recorder: record.NewFakeRecorder(10)}
 	f.writer = &owned.Writer{Clientset: f.client, FieldManager: "widget-controller",
-		Recorder: f.recorder, SyncedReason: "Synced", Problems: problems{}}
+		Recorder: f.recorder, SyncedReason: "Synced", Refused: refused}
 	return f
 }
 
 // reconcile reconciles the Service "web" that w asks for.
 func (f *serviceFixture) reconcile(t *testing.T, w *metav1.PartialObjectMetadata) error {
 	t.Helper()
-	return f.reconcileAsking(t, w, func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
-		return desiredService(w, "web")
-	})
+	return f.reconcileWith(t, w, services)
 }
 
-// reconcileAsking reconciles the Service that desired says w asks for.
-func (f *serviceFixture) reconcileAsking(t *testing.T, w *metav1.PartialObjectMetadata,
-	desired func(*metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration) error {
+// reconcileWith reconciles the Service that w asks for as registered.
+func (f *serviceFixture) reconcileWith(t *testing.T, w *metav1.PartialObjectMetadata,
+	registered owned.Registered[*metav1.PartialObjectMetadata]) error {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f.client.ClearActions()
-	return syncService(ctx, owned.Register(services, desired), f.writer, f.indexer, w)
+	return syncService(ctx, registered, f.writer, f.indexer, w)
 }
 
 // syncService runs the steps of a sync on the Service w asks for, as the
 // syncOwned in the repository root does on each kind a Foo owns.
-func syncService(ctx context.Context, kind owned.Registration[*metav1.PartialObjectMetadata], writer *owned.Writer,
+func syncService(ctx context.Context, services owned.Registered[*metav1.PartialObjectMetadata], writer *owned.Writer,
 	indexer cache.Indexer, w *metav1.PartialObjectMetadata) error {
-	want := kind.Desired(w)
-	object, err := kind.Get(indexer, w.Namespace, want.Name)
+	want := services.Want(w)
+	object, err := services.Get(indexer, w.Namespace, want.Name)
 	if apierrors.IsNotFound(err) {
-		object, err = kind.Create(ctx, writer, w, want)
+		object, err = services.Create(ctx, writer, w, want)
 	}
 	if err != nil {
 		return err
 	}
 	if !owned.ControlledBy(object, w, widgetKind) {
-		return problems{}.NameTaken(kind.Kind(), object)
+		return nameTaken(want.Kind, object)
 	}
-	if _, err := kind.Repair(ctx, writer, w, want, object); err != nil {
+	if _, err := services.Repair(ctx, writer, w, want, object); err != nil {
 		return err
 	}
-	return kind.DeleteStale(ctx, writer, indexer, w, want.Name)
+	return services.DeleteStale(ctx, writer, indexer, w, want.Name)
 }
 
 // expect checks the writes made and the events recorded, in order.
@@ -285,11 +293,11 @@ func TestAnotherKindCreatedGivesUpAValueTheOwnerStopsAskingFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The Widget's Service now serves https on 443: the old port is no value it sets.
-	if err := f.reconcileAsking(t, widget(), func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
-		s := desiredService(w, "web")
+	if err := f.reconcileWith(t, widget(), servicesAsking(func(w *metav1.PartialObjectMetadata) *corev1ac.ServiceApplyConfiguration {
+		s := serviceFor(w, "web")
 		s.Spec.Ports[0].WithTargetPort(intstr.FromInt32(8443)).WithName("https").WithPort(443)
 		return s
-	}); err != nil {
+	})); err != nil {
 		t.Fatal(err)
 	}
 	f.expect(t, []string{"patch services web application/json-patch+json", "patch services web application/apply-patch+yaml"},

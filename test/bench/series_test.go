@@ -147,8 +147,8 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 			return err
 		}
 		// The status the controller writes for a Deployment just created.
-		cached := desired.DeploymentKind.Compact(d)
-		patch, err := json.Marshal(map[string]interface{}{"status": desired.Status(foo, cached, desired.ReadyCondition(foo, cached))})
+		cached := desired.Deployments.Compact(d)
+		patch, err := json.Marshal(map[string]interface{}{"status": desired.FooStatus(foo, cached, desired.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err
 		}

@@ -75,12 +75,12 @@ rules:
 }
 
 // ownedRules are the audit policy's resources of the kinds a Foo owns
-// (desired.Kinds): a kind registered there has its writes audited, and
+// (desired.Registrations): a kind registered there has its writes audited, and
 // checked by the write fence's and chaos's checks, with no edit here.
 func ownedRules() string {
 	var rules strings.Builder
-	for _, kind := range desired.Kinds {
-		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", kind.Resource().Group, kind.Resource().Resource)
+	for _, registered := range desired.Registrations {
+		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", registered.GroupResource().Group, registered.GroupResource().Resource)
 	}
 	return rules.String()
 }
@@ -301,8 +301,8 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 // managedResource reports whether the controller writes resource: a kind a
 // Foo owns, or Foos.
 func managedResource(resource string) bool {
-	for _, kind := range desired.Kinds {
-		if resource == kind.Resource().Resource {
+	for _, registered := range desired.Registrations {
+		if resource == registered.GroupResource().Resource {
 			return true
 		}
 	}
@@ -350,7 +350,7 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 	var out []string
 	for i := range events {
 		e := &events[i]
-		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.DeploymentKind.Resource.Resource ||
+		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
 			e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") {
 			continue

@@ -234,22 +234,22 @@ func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 // taken, a server-side apply (patch) to repair, a delete after a rename.
 var ownedKindVerbs = []string{"list", "watch", "create", "get", "patch", "delete"}
 
-// Owning a kind is its registration (desired.Kinds) and its RBAC rule: the
+// Owning a kind is its registration (desired.Registrations) and its RBAC rule: the
 // ClusterRole grants each kind a Foo owns exactly the calls the controller
 // makes on it, so a registration without its rule fails here, not on a
 // cluster.
 func TestClusterRoleGrantsEveryOwnedKind(t *testing.T) {
 	var role rbacv1.ClusterRole
 	decode(t, "clusterrole.yaml", &role)
-	for _, kind := range desired.Kinds {
+	for _, registered := range desired.Registrations {
 		var got []string
 		for _, rule := range role.Rules {
-			if slices.Contains(rule.APIGroups, kind.Resource().Group) && slices.Contains(rule.Resources, kind.Resource().Resource) {
+			if slices.Contains(rule.APIGroups, registered.GroupResource().Group) && slices.Contains(rule.Resources, registered.GroupResource().Resource) {
 				got = append(got, rule.Verbs...)
 			}
 		}
 		if !slices.Equal(got, ownedKindVerbs) {
-			t.Errorf("%s/clusterrole.yaml: %s: verbs %v, want %v", deployDir, kind.Resource(), got, ownedKindVerbs)
+			t.Errorf("%s/clusterrole.yaml: %s: verbs %v, want %v", deployDir, registered.GroupResource(), got, ownedKindVerbs)
 		}
 	}
 }
