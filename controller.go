@@ -75,8 +75,7 @@ type Controller struct {
 
 	memory foomemory.Memory // what the controller remembers of each Foo beyond its cache
 
-	recorder record.EventRecorder // events, but in tests
-	events   *eventrecorder.Recorder
+	recorder eventRecorder // events about Foos (pkg/eventrecorder; tests record them in memory)
 
 	namespace string     // the one namespace the informers watch; "" for all
 	fence     writeFence // if set, holds workers back while the Lease is overdue
@@ -102,6 +101,21 @@ type Config struct {
 	Fence writeFence
 }
 
+// Events about Foos need the Foo types in client-go's scheme, through which
+// every event recorder of the process (the webhook's too) reads objects.
+// Added at program start, before any goroutine reads the scheme: a scheme
+// written while another reads it is a concurrent map write, a crash.
+func init() {
+	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
+}
+
+// eventRecorder records events about Foos, and at Shutdown writes those
+// still waiting, for at most the time given (pkg/eventrecorder's Recorder).
+type eventRecorder interface {
+	record.EventRecorder
+	Shutdown(ctx context.Context, timeout time.Duration)
+}
+
 // writeFence says when this replica may write (pkg/leader's Fence).
 type writeFence interface {
 	WaitOpen(ctx context.Context) error
@@ -109,8 +123,9 @@ type writeFence interface {
 
 // NewController returns a controller fed by the given informers, ready to
 // Run, called before they start: it sets what the Foo cache keeps
-// (foocache.Transform). ownedKinds are the kinds a Foo owns with their informers
-// (desired.NewOwnedInformers of desired.Registrations), the Deployment's among them.
+// (foocache.Transform). ownedInformers are the kinds a Foo owns with their
+// informers (desired.NewOwnedInformers of desired.Registrations), the
+// Deployment's among them.
 func NewController(
 	ctx context.Context,
 	kubeclientset kubernetes.Interface,
@@ -119,8 +134,6 @@ func NewController(
 	fooInformer informers.FooInformer,
 	config Config,
 ) (*Controller, error) {
-	// Events about Foos need the Foo types in the scheme.
-	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
 
 	controller := &Controller{
@@ -131,7 +144,6 @@ func NewController(
 		foosSynced:      fooInformer.Informer().HasSynced,
 		workqueue:       freshfirst.New(),
 		recorder:        events,
-		events:          events,
 		namespace:       config.Namespace,
 		fence:           config.Fence,
 	}
@@ -164,7 +176,7 @@ func NewController(
 // the workers finish the Foo in hand and the events recorded are written.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.events.Shutdown(ctx, shutdownGracePeriod)
+	defer c.recorder.Shutdown(ctx, shutdownGracePeriod)
 	defer c.workqueue.ShutDown()
 	logger := klog.FromContext(ctx)
 

@@ -116,7 +116,7 @@ func (f *fixture) newController(ctx context.Context) {
 	}
 	c.foosSynced = alwaysReady
 	f.recorder = record.NewFakeRecorder(100)
-	c.recorder = f.recorder
+	c.recorder = recordedInMemory{f.recorder}
 
 	for _, foo := range f.foos {
 		f.addToCache(c.foosIndexer, foo.DeepCopy())
@@ -150,6 +150,12 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 }
 
 func alwaysReady() bool { return true }
+
+// recordedInMemory is the controller's event recorder in tests: a
+// FakeRecorder, whose events are in memory already at shutdown.
+type recordedInMemory struct{ *record.FakeRecorder }
+
+func (recordedInMemory) Shutdown(context.Context, time.Duration) {}
 
 // ownsDeployments is what the controllers of these tests own: the Deployment
 // alone, whose writes they assert call by call. Every kind a Foo owns goes

@@ -121,8 +121,7 @@ func run(ctx context.Context, o *options.Options) error {
 	// The conversion webhook, served by every replica, standbys too, and
 	// before the informers start: the API server calls it for every read of
 	// a Foo etcd holds in another version, this controller's own list
-	// included. After NewController, which adds the Foo types to client-go's
-	// scheme: the webhook's own informers read that scheme as they start.
+	// included.
 	webhook, err := conversion.StartWebhook(ctx, o.Webhook, cfg, kubeCfg)
 	if err != nil {
 		return err

@@ -110,7 +110,9 @@ func (w *Webhook) Readiness(caches ...cache.InformerSynced) (synced cache.Inform
 // until the first is signed; or nil, leaving the metrics server its
 // self-signed certificate, where there is nothing to sign or to sign for:
 // no webhook (no CA), no metrics server or plain HTTP, or a certificate
-// given in files (-tls-cert-file).
+// given in files (-tls-cert-file). It is the webhook's because the CA is:
+// the metrics certificate is signed with the CA this Webhook keeps, and
+// without a webhook there is none to sign with.
 func (w *Webhook) StartMetricsCA(ctx context.Context, m serving.MetricsOptions) func() *tls.Certificate {
 	if w.certs == nil || m.BindAddress == "0" || !m.Secure || m.CertFile != "" || m.KeyFile != "" {
 		return nil

@@ -52,7 +52,7 @@ import (
 //
 // Go identifiers. A span shaped as a Go selector chain, each element an
 // identifier with optional call parentheses or type arguments
-// (desired.Deployment, owned.Kind.Ensure, Kind.Drift, *owned.Kind,
+// (desired.Deployment, owned.Registration.Repair, Registration.Drift, *owned.Registration,
 // owned.Object[S], SamplecontrollerV1beta1().Foos(ns).Get,
 // Samplecontroller().V1beta1().Foos()), resolves against the declarations
 // of the module's packages and of every package they import, found by go
