@@ -32,12 +32,12 @@ func TestQuotedSyncStepsAreWritesGos(t *testing.T) {
 	page := read(t, "docs/controller-client-go.md")
 	var quoted []string
 	for _, m := range goBlock.FindAllStringSubmatch(page, -1) {
-		if lines := trimmedLines(m[1]); len(lines) > 0 && lines[0] == "for _, kind := range c.kinds {" {
+		if lines := trimmedLines(m[1]); len(lines) > 0 && lines[0] == "for _, objects := range c.ownedObjects {" {
 			quoted = lines
 		}
 	}
 	if quoted == nil {
-		t.Fatal("controller-client-go.md quotes no loop over c.kinds")
+		t.Fatal("controller-client-go.md quotes no loop over c.ownedObjects")
 	}
 	if !containsRun(trimmedLines(read(t, "writes.go")), quoted) {
 		t.Errorf("controller-client-go.md quotes steps writes.go does not have, in this order:\n%s",
