@@ -116,9 +116,9 @@ func TestLongFooNamesGetValidDistinctLabels(t *testing.T) {
 }
 
 // deploymentObject is the Deployment a plain create of desired makes.
-func deploymentObject(desired *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+func deploymentObject(ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	return d, owned.ToObject(desired, d)
+	return d, owned.ToObject(ac, d)
 }
 
 // transform is what the informers' transforms make of obj: a Foo trimmed by

@@ -82,8 +82,8 @@ func FuzzDesiredDeployment(f *testing.F) {
 		if !ok {
 			return
 		}
-		desired := DeploymentFor(foo)
-		created, err := deploymentObject(desired)
+		want := DeploymentFor(foo)
+		created, err := deploymentObject(want)
 		if err != nil {
 			t.Fatalf("Foo %s/%s: %v", foo.Namespace, foo.Name, err)
 		}
@@ -91,7 +91,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.Deployment.Name, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift, err := Deployments.Drift(desired, Deployments.Compact(created)); err != nil || len(drift) > 0 {
+		if drift, err := Deployments.Drift(want, Deployments.Compact(created)); err != nil || len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v (error %v)", drift, err)
 		}
 	})

@@ -156,14 +156,14 @@ func TestValuesFindListElementsByKey(t *testing.T) {
 // apply names them, and nothing another manager owns: not another team's
 // label, not another container.
 func TestDriftNamesOwnedFieldsOnly(t *testing.T) {
-	desired := func(image string) map[string]interface{} {
+	wanted := func(image string) map[string]interface{} {
 		return map[string]interface{}{
 			"metadata": map[string]interface{}{"name": "web", "labels": map[string]interface{}{"app": "web"}},
 			"spec": map[string]interface{}{"containers": []interface{}{
 				map[string]interface{}{"name": "nginx", "image": image}}},
 		}
 	}
-	f := podFields(t, [2]interface{}{desired("nginx:latest"), desired("nginx:latest")})
+	f := podFields(t, [2]interface{}{wanted("nginx:latest"), wanted("nginx:latest")})
 	for name, tc := range map[string]struct {
 		edit func(p *pod)
 		want string
@@ -182,7 +182,7 @@ func TestDriftNamesOwnedFieldsOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := f.Drift(desired("nginx:latest"), "default/web", values)
+			got, err := f.Drift(wanted("nginx:latest"), "default/web", values)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestDriftNamesOwnedFieldsOnly(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.Drift(desired("nginx:latest"), "default/web", ""); err == nil ||
+	if _, err := f.Drift(wanted("nginx:latest"), "default/web", ""); err == nil ||
 		err.Error() != "cached Pod default/web: the cache kept none of its values" {
 		t.Errorf("drift of no values: %v, want the error that says so", err)
 	}
