@@ -53,21 +53,17 @@ func makeTargets(t *testing.T) map[string]bool {
 	return targets
 }
 
-// codeSpan is Markdown inline code.
-var codeSpan = regexp.MustCompile("`([^`]+)`")
-
-// code returns what a Markdown text shows as code: its inline code spans and
-// the lines of its fenced blocks.
+// code returns what a Markdown text shows as code: its inline code spans
+// (codeSpans) and the lines of its fenced blocks.
 func code(text string) []string {
 	var snippets []string
 	for _, line := range markdownLines(text) {
 		if line.fenced {
 			snippets = append(snippets, line.text)
-			continue
 		}
-		for _, m := range codeSpan.FindAllStringSubmatch(line.text, -1) {
-			snippets = append(snippets, m[1])
-		}
+	}
+	for _, span := range codeSpans(text) {
+		snippets = append(snippets, span.text)
 	}
 	return snippets
 }
@@ -127,11 +123,15 @@ func TestEveryNewControllerFlagIsDocumentedAndNoOther(t *testing.T) {
 	// command has.
 	named := documented
 	for _, snippet := range code(page) {
+		// A span of flags (`-kind Policy -group ...`), or the command's
+		// arguments: every word starting with a hyphen is a flag.
+		args, ok := "", false
 		if len(snippet) > 1 && snippet[0] == '-' && snippet[1] >= 'a' && snippet[1] <= 'z' {
-			name, _, _ := strings.Cut(strings.TrimPrefix(snippet, "-"), "=")
-			named = append(named, name)
+			args, ok = snippet, true
+		} else {
+			_, args, ok = strings.Cut(snippet, "hack/new-controller ")
 		}
-		if _, args, ok := strings.Cut(snippet, "hack/new-controller "); ok {
+		if ok {
 			for _, arg := range strings.Fields(args) {
 				if strings.HasPrefix(arg, "-") {
 					name, _, _ := strings.Cut(strings.TrimPrefix(arg, "-"), "=")
