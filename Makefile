@@ -151,7 +151,7 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 # to its end when the other failed.
 E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
-e2e: control-plane
+e2e: control-plane-and-real-node
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
 	$(MAKE) -k -j2 e2e-own-control-planes e2e-suite
 
@@ -217,7 +217,9 @@ generate:
 
 ## run: the controller in the foreground; a local control plane (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported) if KUBECONFIG is unset.
 # hack/run.sh builds the control plane (hack/build-tools.sh) only when it
-# starts one: not Prometheus, which make tools builds too.
+# starts one, and only what it starts: not Prometheus, which make tools
+# builds too, nor the real node's kubelet and kube-proxy, which make e2e
+# builds.
 run: build
 	hack/run.sh
 
@@ -239,10 +241,18 @@ soak: tools
 tools: control-plane
 
 # The control plane alone, without the Prometheus make tools builds too:
-# what make e2e's first tests and the copy's check need.
-.PHONY: control-plane
+# what make tools (make bench, make soak) and the copy's check start, as
+# make run's hack/run.sh builds it too. Not the real node's kubelet and
+# kube-proxy, which none of them starts.
+.PHONY: control-plane control-plane-and-real-node
 control-plane:
 	hack/build-tools.sh
+# make e2e's: the control plane and the real node's kubelet and kube-proxy
+# (for the newest minor), in one build that compiles their shared packages
+# once, before the suite starts; the real-node tests would build them
+# otherwise (StartRealNode), while the suite waits.
+control-plane-and-real-node:
+	BUILD_REAL_NODE=true hack/build-tools.sh
 
 ## monitoring: promtool checks and unit-tests the alerts of artifacts/monitoring (test/monitoring/rules_test.yaml).
 # The rest is proven elsewhere: the artifacts' strict decoding in unit
