@@ -209,9 +209,12 @@ func TestEveryEnvironmentVariableTheTestsReadIsDocumented(t *testing.T) {
 }
 
 // figure is a measured amount a later run would change: a duration in
-// minutes or seconds, a size in bytes, a count of CPU time.
+// minutes or seconds, in figures or in words (half an hour), a size in
+// bytes, a count of CPU time.
 var figure = regexp.MustCompile(`\b\d[\d,.]*\s*(?:-\s*\d[\d,.]*\s*)?` +
-	`(?:(?:CPU|core)-(?:minutes|seconds|hours)|minutes?|seconds?|s|ms|[KMG]i?B)\b`)
+	`(?:(?:CPU|core)-(?:minutes|seconds|hours)|minutes?|seconds?|s|ms|[KMG]i?B)\b` +
+	`|\b(?:half an|a quarter of an|(?:one|two|three|four|five|ten|twenty|thirty)(?: and a half)?) ` +
+	`(?:hours?|minutes?)\b`)
 
 // comments returns the comment lines of a Makefile, shell script or YAML
 // file: the lines whose first non-blank character is #.
@@ -251,12 +254,13 @@ func TestBuildCommentsHoldNoMeasurements(t *testing.T) {
 
 func TestFigureFindsMeasurements(t *testing.T) {
 	for _, s := range []string{"took 5.3 minutes", "14.6 CPU-minutes", "292 MB", "about 4 s per target",
-		"5 to 12 minutes", "13 MiB", "94 core-minutes", "1.4 minutes"} {
+		"5 to 12 minutes", "13 MiB", "94 core-minutes", "1.4 minutes", "started half an hour in", "took two minutes"} {
 		if !figure.MatchString(s) {
 			t.Errorf("figure misses %q", s)
 		}
 	}
-	for _, s := range []string{"E2E_TIMEOUT ?= 45m", "Go 1.27", "k8s-1.35", "nice -n 10", "-s -w"} {
+	for _, s := range []string{"E2E_TIMEOUT ?= 45m", "Go 1.27", "k8s-1.35", "nice -n 10", "-s -w",
+		"minutes of CPU", "the hour it is held to"} {
 		if figure.MatchString(s) {
 			t.Errorf("figure finds a measurement in %q", s)
 		}
