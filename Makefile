@@ -12,7 +12,7 @@ E2E_TIMEOUT ?= 45m
 # coordinator can fail a target with a bare "context deadline exceeded" when
 # a -fuzztime duration ends while a starved worker is mid-input
 # (golang/go#75804, fixed in Go 1.27): seen here under load, no input at fault.
-# 10,000 inputs take seconds per target (docs/performance.md, make test).
+# How long the default count takes: docs/performance.md, make test.
 FUZZTIME ?= 10000x
 # How make runs go test: never from its result cache (-count=1), and
 # without go test's own vet pass (-vet=off), as make lint's govet runs every
@@ -63,13 +63,13 @@ build:
 # TEMPLATE_CHECKS (the template's own checks; none in a controller made
 # from it). The suites wait on their control planes more than they compute;
 # the fillers take whatever CPU they leave. Last come the alerts' tests,
-# with the Prometheus the first lane built: only that lane builds it, as a
-# suite waiting on a lock held by a build at a lower priority waited for
-# minutes. With the checks first in the second lane, the oldest minor's
-# build started half an hour in, and its contract ran alone at the end, half
-# idle (docs/performance.md, make test). The minors between are make
-# e2e-minors' (TEST_CONTRACT_MINORS), and the race detector is make race's
-# (below).
+# with the Prometheus the first lane built: only that lane builds it, so
+# that no suite waits on a lock held by a build at a lower priority. The
+# checks come after the oldest minor's build, not before it, so that its
+# contract does not start late and run alone at the end, the CPU partly
+# idle (what each order cost: docs/performance.md, make test). The minors
+# between are make e2e-minors' (TEST_CONTRACT_MINORS), and the race
+# detector is make race's (below).
 test:
 	$(MAKE) -j2 e2e contract-and-fillers CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
 
@@ -151,7 +151,7 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 # to its end when the other failed.
 E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
-e2e: control-plane
+e2e: control-plane-and-real-node
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
 	$(MAKE) -k -j2 e2e-own-control-planes e2e-suite
 
@@ -180,9 +180,9 @@ E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothin
 # The older minors whose contract e2e-minors proves: all of them, unless
 # told otherwise.
 CONTRACT_MINORS ?= $(wordlist 2,$(words $(K8S_MINORS)),$(K8S_MINORS))
-# Those make test proves: the oldest. With the minor between (1.36 beside
-# 1.35), a fresh make test on a 2-core machine went past the hour it is
-# held to (docs/performance.md, make test). The newest and the oldest bracket
+# Those make test proves: the oldest. The minor between would push a fresh
+# make test on a 2-core machine past the hour it is held to
+# (docs/performance.md, make test). The newest and the oldest bracket
 # what the controller asks of the API; make e2e-minors proves the one between.
 TEST_CONTRACT_MINORS := $(lastword $(K8S_MINORS))
 
@@ -191,8 +191,8 @@ tools-minors:
 	for minor in $(CONTRACT_MINORS); do K8S_MINOR=$$minor hack/build-tools.sh; done
 
 ## e2e-minors: the end-to-end contract (every e2e test but E2E_MINORS_SKIP) on each older supported minor (CONTRACT_MINORS="1.36" for one), side by side; each line starts with its minor.
-# Side by side because a contract run leaves about half of two cores idle
-# (it waits on its control plane more than it computes). Each suite keeps
+# Side by side because a contract run leaves much of two cores idle (it
+# waits on its control plane more than it computes). Each suite keeps
 # its control plane, logs and binary in _output/e2e-<minor>, and its
 # control plane listens on ports of its own. A suite's result is its exit
 # status: the recipe fails if any failed, after all have ended.
@@ -217,15 +217,20 @@ generate:
 
 ## run: the controller in the foreground; a local control plane (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported) if KUBECONFIG is unset.
 # hack/run.sh builds the control plane (hack/build-tools.sh) only when it
-# starts one: not Prometheus, which make tools builds too.
+# starts one, and only what it starts: not Prometheus, which make tools
+# builds too, nor the real node's kubelet and kube-proxy, which make e2e
+# builds.
 run: build
 	hack/run.sh
 
-## bench: the benchmark of docs/performance.md on a local control plane (kwokctl), at BENCH_SCALE Foos (a list; default 1000), BENCH_RUNS runs per size (default 3).
+## bench: the benchmark of docs/performance.md on a local control plane (kwokctl), at BENCH_SCALE Foos (a list; default 1000), BENCH_RUNS runs per size (default 3); the curve into BENCH_CURVE_DIR (default _output/bench-logs; docs for the page's).
 BENCH_SCALE ?= 1000
 BENCH_RUNS ?= 3
+# Not docs/ by default: the page's table quotes the curve there, and a run
+# at other sizes would replace it (docs/performance.md, How it is measured).
+BENCH_CURVE_DIR ?= _output/bench-logs
 bench: tools
-	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" $(GO_TEST) -tags bench -v -timeout 240m -run TestBenchmark ./test/bench/
+	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" BENCH_CURVE_DIR="$(BENCH_CURVE_DIR)" $(GO_TEST) -tags bench -v -timeout 240m -run TestBenchmark ./test/bench/
 
 ## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/failure-modes.md, The soak).
 SOAK_DURATION ?= 1h
@@ -239,10 +244,18 @@ soak: tools
 tools: control-plane
 
 # The control plane alone, without the Prometheus make tools builds too:
-# what make e2e's first tests and the copy's check need.
-.PHONY: control-plane
+# what make tools (make bench, make soak) and the copy's check start, as
+# make run's hack/run.sh builds it too. Not the real node's kubelet and
+# kube-proxy, which none of them starts.
+.PHONY: control-plane control-plane-and-real-node
 control-plane:
 	hack/build-tools.sh
+# make e2e's: the control plane and the real node's kubelet and kube-proxy
+# (for the newest minor), in one build that compiles their shared packages
+# once, before the suite starts; the real-node tests would build them
+# otherwise (StartRealNode), while the suite waits.
+control-plane-and-real-node:
+	BUILD_REAL_NODE=true hack/build-tools.sh
 
 ## monitoring: promtool checks and unit-tests the alerts of artifacts/monitoring (test/monitoring/rules_test.yaml).
 # The rest is proven elsewhere: the artifacts' strict decoding in unit
@@ -263,7 +276,8 @@ prometheus-tools: $(PROMETHEUS_BINS)
 # remove_all_sd is Prometheus' own build tag that leaves out every service
 # discovery plugin but the file and HTTP ones: the tests give Prometheus a
 # static target, and the cloud SDKs behind the plugins (AWS, Azure, GCE,
-# OpenStack, ...) were half the packages and half the build on a fresh machine.
+# OpenStack, ...) are much of what a build without the tag compiles
+# (docs/performance.md, make test).
 # Linked -s -w, as the linter is.
 # In make test, make e2e builds it and make monitoring finds it built; run
 # by hand at once, one builds while the other waits, then finds nothing

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Usage: [K8S_MINOR=1.36] hack/build-tools.sh
+# Usage: [K8S_MINOR=1.36] [BUILD_REAL_NODE=true] hack/build-tools.sh
 #
 # Builds the local control plane into _output/bin:
 # - kwokctl, kwok and etcd, pinned by the module hack/tools;
 # - kube-apiserver, kube-controller-manager and kube-scheduler of Kubernetes
 #   K8S_MINOR (default: the newest hack/tools has a module for),
 #   pinned by the module hack/tools/k8s-<minor>, into _output/bin/k8s-<minor>;
-# - for the newest minor only, kubelet and kube-proxy from the same module:
-#   the real node of the end-to-end tests (test/framework/node.go) runs one
-#   minor, the newest, so the older minors' builds stay as they were. Their
+# - with BUILD_REAL_NODE=true, and for the newest minor only, kubelet and
+#   kube-proxy from the same module: the real node of the end-to-end tests
+#   (test/framework/node.go), which runs one minor, the newest. Only what
+#   starts a real node asks for them (make e2e, StartRealNode): make run,
+#   make tools and every other control plane never start them, and their
 #   first build is minutes of CPU (docs/performance.md, make test).
 #
 # Each Kubernetes binary is stamped with its release (-X
@@ -57,7 +59,7 @@ export GOWORK=off
 stamp=k8s.io/component-base/version
 minor_number="${BASH_REMATCH[1]}"
 node_binaries=()
-if [[ "${MINOR}" == "${K8S_MINORS[0]}" ]]; then
+if [[ "${BUILD_REAL_NODE:-}" == true && "${MINOR}" == "${K8S_MINORS[0]}" ]]; then
 	node_binaries=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 fi
 (

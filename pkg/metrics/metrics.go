@@ -66,8 +66,10 @@ var (
 		Name:      "reconcile_total",
 		Help: "Foo syncs, by result: success; " +
 			"conflict (the cache was behind: a write was answered 409; the Foo is retried); " +
-			"deferred (no status written because the cache had not yet seen the controller's own last status write; " +
-			"the Foo is synced again when it does); " +
+			"deferred (the cache still held a Foo the API server had replaced, by the controller's own last status " +
+			"write or, on a new leader, by a change its takeover relist found: the sync wrote no status, and in the " +
+			"second case nothing at all, as the write would be answered 409 or undo that change; not an error, and " +
+			"not retried with backoff: the Foo is synced again when the watch brings the newer Foo); " +
 			"error (the Foo is retried with backoff).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
@@ -134,9 +136,11 @@ func ObserveSync(err error, d time.Duration) string {
 const (
 	SyncSucceeded = "success"
 	// SyncDeferred: the cache held a Foo the API server had replaced: by
-	// the controller's own last status write, or before a takeover
-	// (expectations.ErrCacheBehind); the watch event that brings the newer
-	// Foo queues it.
+	// the controller's own last status write (the sync wrote no status), or
+	// before a takeover (it wrote nothing) (expectations.ErrCacheBehind).
+	// processNextWorkItem forgets the key, as a retry before the watch
+	// event that brings the newer Foo, which queues it, would find the same
+	// cache.
 	SyncDeferred = "deferred"
 	// SyncConflict: a write was answered 409, the cache was behind.
 	SyncConflict = "conflict"

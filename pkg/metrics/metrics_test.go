@@ -17,16 +17,20 @@ limitations under the License.
 package metrics
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/expectations"
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 )
 
@@ -62,5 +66,32 @@ samplecontroller_foos{ready="Unknown",reason=""} 1
 	collector := NewFooReadinessCollector(listers.NewFooLister(indexer))
 	if err := testutil.CustomCollectAndCompare(collector, strings.NewReader(want), "samplecontroller_foos"); err != nil {
 		t.Error(err)
+	}
+}
+
+// reconcile_total's help says what each result SyncResult gives means, and
+// for a deferred sync both of its causes, what it skipped and what comes
+// next, as processNextWorkItem handles it: an operator reads only the help.
+func TestReconcileTotalHelpExplainsEveryResult(t *testing.T) {
+	help := ReconcileTotal.Help
+	for err, result := range map[error]string{
+		nil:                                 SyncSucceeded,
+		expectations.ErrCacheBehindOwnWrite: SyncDeferred,
+		expectations.ErrCacheOutdated:       SyncDeferred,
+		apierrors.NewConflict(schema.GroupResource{Resource: "foos"}, "foo", errors.New("stale")): SyncConflict,
+		errors.New("anything else"): SyncFailed,
+	} {
+		if got := SyncResult(err); got != result {
+			t.Errorf("SyncResult(%v) = %q, want %q", err, got, result)
+		}
+		if !strings.Contains(help, "; "+result+" (") && !strings.Contains(help, "by result: "+result+";") {
+			t.Errorf("reconcile_total's help does not explain %q: %s", result, help)
+		}
+	}
+	for _, said := range []string{"the controller's own last status write", "takeover relist", "wrote no status",
+		"nothing at all", "not retried with backoff", "synced again when the watch brings the newer Foo"} {
+		if !strings.Contains(help, said) {
+			t.Errorf("reconcile_total's help on deferred syncs does not say %q: %s", said, help)
+		}
 	}
 }

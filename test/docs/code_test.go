@@ -762,35 +762,30 @@ func recipeNames(t *testing.T) map[string]bool {
 func checkCode(repo string, dirs, files, recipeFiles, recipeNames map[string]bool, idx *codeIndex, name, text string,
 ) []string {
 	var problems []string
-	for _, line := range markdownLines(text) {
-		if line.fenced {
+	for _, code := range codeSpans(text) {
+		span := strings.TrimSpace(code.text)
+		if _, allowed := codeExceptions[span]; allowed {
 			continue
 		}
-		for _, m := range codeSpan.FindAllStringSubmatch(line.text, -1) {
-			span := strings.TrimSpace(m[1])
-			if _, allowed := codeExceptions[span]; allowed {
-				continue
+		if goFileName.MatchString(span) && !files[span] {
+			problems = append(problems, fmt.Sprintf("%s:%d: `%s`: no Go file of that name in the repository",
+				name, code.line, span))
+			continue
+		}
+		if p, ok := checkPath(repo, dirs, recipeFiles, span); ok {
+			if p != "" {
+				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, code.line, p))
 			}
-			if goFileName.MatchString(span) && !files[span] {
-				problems = append(problems, fmt.Sprintf("%s:%d: `%s`: no Go file of that name in the repository",
-					name, line.number, span))
-				continue
+			continue
+		}
+		if p, ok := idx.checkBareName(span, recipeNames); ok {
+			if p != "" {
+				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, code.line, p))
 			}
-			if p, ok := checkPath(repo, dirs, recipeFiles, span); ok {
-				if p != "" {
-					problems = append(problems, fmt.Sprintf("%s:%d: %s", name, line.number, p))
-				}
-				continue
-			}
-			if p, ok := idx.checkBareName(span, recipeNames); ok {
-				if p != "" {
-					problems = append(problems, fmt.Sprintf("%s:%d: %s", name, line.number, p))
-				}
-				continue
-			}
-			if p, _ := idx.checkIdentifier(span); p != "" {
-				problems = append(problems, fmt.Sprintf("%s:%d: %s", name, line.number, p))
-			}
+			continue
+		}
+		if p, _ := idx.checkIdentifier(span); p != "" {
+			problems = append(problems, fmt.Sprintf("%s:%d: %s", name, code.line, p))
 		}
 	}
 	return problems
@@ -831,6 +826,8 @@ func TestCodeCheckFindsPlantedMistakes(t *testing.T) {
 		"`no_such_test.go`,",
 		"`SamplecontrollerV1beta1().Foos(ns).Get/Craete/...`,",
 		"`checkBareNames`, `TestNoSuchTest`.",
+		"A span that breaks `across",
+		"lines` hides no name after it: `TestNoSuchTestAfterABreak`.",
 	}, "\n")
 	got := checkCode(root, dirs, files, recipeFiles(t), recipeNames(t), idx, "page.md", page)
 	want := []string{
@@ -847,6 +844,7 @@ func TestCodeCheckFindsPlantedMistakes(t *testing.T) {
 			"declared in the module or its imports",
 		"page.md:19: `checkBareNames`: the module declares no checkBareNames",
 		"page.md:19: `TestNoSuchTest`: the module declares no TestNoSuchTest",
+		"page.md:21: `TestNoSuchTestAfterABreak`: the module declares no TestNoSuchTestAfterABreak",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

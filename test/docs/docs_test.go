@@ -20,9 +20,11 @@ limitations under the License.
 package docs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,12 +161,13 @@ type markdownLine struct {
 }
 
 // markdownLines splits a Markdown text into its lines, the fences of its
-// code blocks (```) left out.
+// code blocks (```) left out. A fence may be indented, as it is in a list
+// item.
 func markdownLines(text string) []markdownLine {
 	var lines []markdownLine
 	fenced := false
 	for i, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "```") {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), "```") {
 			fenced = !fenced
 			continue
 		}
@@ -184,6 +187,129 @@ func prose(text string) []string {
 	return lines
 }
 
+// paragraph is a block of prose lines a Markdown renderer reads as one: a
+// paragraph, a list item's text, a heading or a table row. Inline Markdown
+// (a code span, a link) may break across its lines, never past it.
+type paragraph struct {
+	line int    // its first line's number, from 1
+	text string // its lines, each without its indentation, joined by newlines
+}
+
+// lineAt is the number of the line holding the byte at offset of p.text.
+func (p paragraph) lineAt(offset int) int {
+	return p.line + strings.Count(p.text[:offset], "\n")
+}
+
+// blockStart is a line that starts a block of its own, ending the paragraph
+// before it: a heading, a table row, a list item, a quote, an HTML comment.
+var blockStart = regexp.MustCompile(`^(?:#{1,6} |\||[-*+] |\d+[.)] |>|<!--)`)
+
+// paragraphs splits a Markdown text's prose (its lines outside fenced code
+// blocks) into paragraphs: a blank line or a fence ends one, and a heading,
+// a table row, a list item or a quote is a block of its own, as are a
+// heading's and a table row's line alone.
+func paragraphs(text string) []paragraph {
+	var result []paragraph
+	var cur []string
+	start := 0
+	flush := func() {
+		if len(cur) > 0 {
+			result = append(result, paragraph{start, strings.Join(cur, "\n")})
+		}
+		cur = nil
+	}
+	prev := 0
+	for _, line := range markdownLines(text) {
+		trimmed := strings.TrimLeft(line.text, " \t")
+		// A fence left out of the lines ends the paragraph too.
+		if line.fenced || trimmed == "" || line.number != prev+1 {
+			flush()
+		}
+		prev = line.number
+		if line.fenced || trimmed == "" {
+			continue
+		}
+		if blockStart.MatchString(trimmed) {
+			flush()
+		}
+		if len(cur) == 0 {
+			start = line.number
+		}
+		cur = append(cur, trimmed)
+		if heading.MatchString(trimmed) || strings.HasPrefix(trimmed, "|") {
+			flush()
+		}
+	}
+	flush()
+	return result
+}
+
+// inlineCode is a code span of a Markdown text.
+type inlineCode struct {
+	line int    // the number of the line it starts on, from 1
+	text string // its content, line breaks as spaces
+}
+
+// codeSpans returns the code spans of a Markdown text's prose as CommonMark
+// reads them: a run of n backticks opens one, the next run of exactly n
+// closes it, on the same line or a later one of the same paragraph, and an
+// opening run without its closing one is text; a backslash before a
+// backtick outside a span makes it text too. Fenced code blocks are not
+// prose.
+func codeSpans(text string) []inlineCode {
+	var spans []inlineCode
+	for _, p := range paragraphs(text) {
+		s := p.text
+		for i := 0; i < len(s); {
+			if s[i] == '\\' && i+1 < len(s) {
+				i += 2
+				continue
+			}
+			if s[i] != '`' {
+				i++
+				continue
+			}
+			n := backticks(s, i)
+			end := -1
+			for j := i + n; j < len(s); {
+				if s[j] != '`' {
+					j++
+					continue
+				}
+				if m := backticks(s, j); m == n {
+					end = j
+					break
+				} else {
+					j += m
+				}
+			}
+			if end < 0 {
+				i += n // no closing run: the backticks are text
+				continue
+			}
+			content := strings.ReplaceAll(s[i+n:end], "\n", " ")
+			// One space each side is stripped, so that a span may show a
+			// backtick at its ends: `` `x` ``.
+			if len(content) > 2 && content[0] == ' ' && content[len(content)-1] == ' ' &&
+				strings.Trim(content, " ") != "" {
+				content = content[1 : len(content)-1]
+			}
+			spans = append(spans, inlineCode{p.lineAt(i), content})
+			i = end + n
+		}
+	}
+	return spans
+}
+
+// backticks is the length of the run of backticks at s[i].
+func backticks(s string, i int) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == '`' {
+		n++
+	}
+	return n
+}
+
 var heading = regexp.MustCompile(`^#{1,6} +(.+?) *#* *$`)
 
 // anchors returns the anchors GitHub gives the headings of a Markdown text:
@@ -198,16 +324,7 @@ func anchors(text string) map[string]bool {
 		if m == nil {
 			continue
 		}
-		var b strings.Builder
-		for _, r := range strings.ToLower(m[1]) {
-			switch {
-			case r == ' ':
-				b.WriteRune('-')
-			case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
-				b.WriteRune(r)
-			}
-		}
-		a := b.String()
+		a := anchorOf(m[1])
 		if n := seen[a]; n > 0 {
 			result[a+"-"+strconv.Itoa(n)] = true
 		} else {
@@ -216,6 +333,21 @@ func anchors(text string) map[string]bool {
 		seen[a]++
 	}
 	return result
+}
+
+// anchorOf is the anchor GitHub gives a heading's text, before a repeat's
+// suffix.
+func anchorOf(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func TestAnchorsAreGitHubs(t *testing.T) {
@@ -285,4 +417,34 @@ func TestReadmeIsAFirstPage(t *testing.T) {
 		}
 	}
 	t.Error(`README: no "## Test it" followed by another section`)
+}
+
+// Backticks pair as CommonMark pairs them: across the line breaks of a
+// paragraph, never past its end, a fence or a list item; a run of two
+// closes only a run of two; an unmatched or escaped backtick is text.
+func TestCodeSpansPairBackticksAcrossLines(t *testing.T) {
+	text := strings.Join([]string{
+		"A span broken `across",         // 1
+		"lines`, then `after` it.",      // 2
+		"An unmatched `` is text, `x`",  // 3
+		"",                              // 4
+		"Not `closed past a blank line", // 5
+		"",                              // 6
+		"`` a `tick` inside `` and \\`escaped\\` `y`", // 7
+		"- an item `open",         // 8
+		"- the next item `z`",     // 9
+		"   ```go",                // 10
+		"   `not` a span: fenced", // 11
+		"   ```",                  // 12
+		"| `cell` | `other",       // 13
+		"row` |",                  // 14
+	}, "\n")
+	var got []string
+	for _, s := range codeSpans(text) {
+		got = append(got, fmt.Sprintf("%d:%s", s.line, s.text))
+	}
+	want := []string{"1:across lines", "2:after", "3:x", "7:a `tick` inside", "7:y", "9:z", "13:cell"}
+	if !slices.Equal(got, want) {
+		t.Errorf("codeSpans = %q, want %q", got, want)
+	}
 }

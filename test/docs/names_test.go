@@ -53,21 +53,17 @@ func makeTargets(t *testing.T) map[string]bool {
 	return targets
 }
 
-// codeSpan is Markdown inline code.
-var codeSpan = regexp.MustCompile("`([^`]+)`")
-
-// code returns what a Markdown text shows as code: its inline code spans and
-// the lines of its fenced blocks.
+// code returns what a Markdown text shows as code: its inline code spans
+// (codeSpans) and the lines of its fenced blocks.
 func code(text string) []string {
 	var snippets []string
 	for _, line := range markdownLines(text) {
 		if line.fenced {
 			snippets = append(snippets, line.text)
-			continue
 		}
-		for _, m := range codeSpan.FindAllStringSubmatch(line.text, -1) {
-			snippets = append(snippets, m[1])
-		}
+	}
+	for _, span := range codeSpans(text) {
+		snippets = append(snippets, span.text)
 	}
 	return snippets
 }
@@ -127,11 +123,15 @@ func TestEveryNewControllerFlagIsDocumentedAndNoOther(t *testing.T) {
 	// command has.
 	named := documented
 	for _, snippet := range code(page) {
+		// A span of flags (`-kind Policy -group ...`), or the command's
+		// arguments: every word starting with a hyphen is a flag.
+		args, ok := "", false
 		if len(snippet) > 1 && snippet[0] == '-' && snippet[1] >= 'a' && snippet[1] <= 'z' {
-			name, _, _ := strings.Cut(strings.TrimPrefix(snippet, "-"), "=")
-			named = append(named, name)
+			args, ok = snippet, true
+		} else {
+			_, args, ok = strings.Cut(snippet, "hack/new-controller ")
 		}
-		if _, args, ok := strings.Cut(snippet, "hack/new-controller "); ok {
+		if ok {
 			for _, arg := range strings.Fields(args) {
 				if strings.HasPrefix(arg, "-") {
 					name, _, _ := strings.Cut(strings.TrimPrefix(arg, "-"), "=")
@@ -209,9 +209,12 @@ func TestEveryEnvironmentVariableTheTestsReadIsDocumented(t *testing.T) {
 }
 
 // figure is a measured amount a later run would change: a duration in
-// minutes or seconds, a size in bytes, a count of CPU time.
+// minutes or seconds, in figures or in words (half an hour), a size in
+// bytes, a count of CPU time.
 var figure = regexp.MustCompile(`\b\d[\d,.]*\s*(?:-\s*\d[\d,.]*\s*)?` +
-	`(?:(?:CPU|core)-(?:minutes|seconds|hours)|minutes?|seconds?|s|ms|[KMG]i?B)\b`)
+	`(?:(?:CPU|core)-(?:minutes|seconds|hours)|minutes?|seconds?|s|ms|[KMG]i?B)\b` +
+	`|\b(?:half an|a quarter of an|(?:one|two|three|four|five|ten|twenty|thirty)(?: and a half)?) ` +
+	`(?:hours?|minutes?)\b`)
 
 // comments returns the comment lines of a Makefile, shell script or YAML
 // file: the lines whose first non-blank character is #.
@@ -251,12 +254,13 @@ func TestBuildCommentsHoldNoMeasurements(t *testing.T) {
 
 func TestFigureFindsMeasurements(t *testing.T) {
 	for _, s := range []string{"took 5.3 minutes", "14.6 CPU-minutes", "292 MB", "about 4 s per target",
-		"5 to 12 minutes", "13 MiB", "94 core-minutes", "1.4 minutes"} {
+		"5 to 12 minutes", "13 MiB", "94 core-minutes", "1.4 minutes", "started half an hour in", "took two minutes"} {
 		if !figure.MatchString(s) {
 			t.Errorf("figure misses %q", s)
 		}
 	}
-	for _, s := range []string{"E2E_TIMEOUT ?= 45m", "Go 1.27", "k8s-1.35", "nice -n 10", "-s -w"} {
+	for _, s := range []string{"E2E_TIMEOUT ?= 45m", "Go 1.27", "k8s-1.35", "nice -n 10", "-s -w",
+		"minutes of CPU", "the hour it is held to"} {
 		if figure.MatchString(s) {
 			t.Errorf("figure finds a measurement in %q", s)
 		}

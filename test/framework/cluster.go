@@ -324,7 +324,7 @@ func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := buildTools(root, o.minor); err != nil {
+	if err := buildTools(root, o.minor, false); err != nil {
 		return nil, err
 	}
 	binaries := builtBinaries(root, o.minor)
@@ -477,10 +477,12 @@ func (c *Cluster) AuditLogPath() string {
 }
 
 // buildTools runs hack/build-tools.sh, which builds the control-plane
-// binaries of the minor unless they are up to date.
-func buildTools(root, minor string) error {
+// binaries of the minor unless they are up to date; with realNode, the real
+// node's kubelet and kube-proxy too, which a control plane alone never
+// starts.
+func buildTools(root, minor string, realNode bool) error {
 	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"))
-	cmd.Env = append(os.Environ(), "K8S_MINOR="+minor)
+	cmd.Env = append(os.Environ(), "K8S_MINOR="+minor, "BUILD_REAL_NODE="+strconv.FormatBool(realNode))
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

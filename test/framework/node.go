@@ -133,6 +133,11 @@ func (c *Cluster) StartRealNode(dir, minor, pauseImage string, tarballs ...strin
 	if err := RealNodeUnavailable(); err != nil {
 		return nil, err
 	}
+	// Built here, not with the control plane: only a real node runs them.
+	// After make e2e's build, nothing is left to do.
+	if err := buildTools(c.Root, minor, true); err != nil {
+		return nil, err
+	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, err
