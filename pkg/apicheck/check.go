@@ -31,15 +31,12 @@ package apicheck
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
@@ -217,90 +214,4 @@ func fooSchema(document []byte) (*Schema, error) {
 		}
 	}
 	return nil, nil
-}
-
-// CRD is a CustomResourceDefinition as far as this project reads it (the
-// module does not depend on the apiextensions types): its tests read the
-// generated artifacts/examples/crd.yaml through it.
-type CRD struct {
-	Metadata struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec struct {
-		Conversion struct {
-			Strategy string `json:"strategy"`
-			Webhook  *struct {
-				ClientConfig struct {
-					Service *struct {
-						Namespace string `json:"namespace"`
-						Name      string `json:"name"`
-						Path      string `json:"path"`
-						Port      int32  `json:"port"`
-					} `json:"service,omitempty"`
-				} `json:"clientConfig"`
-				ConversionReviewVersions []string `json:"conversionReviewVersions"`
-			} `json:"webhook,omitempty"`
-		} `json:"conversion"`
-		Versions []CRDVersion `json:"versions"`
-	} `json:"spec"`
-}
-
-// CRDVersion is one version of a CRD.
-type CRDVersion struct {
-	Name       string `json:"name"`
-	Served     bool   `json:"served"`
-	Storage    bool   `json:"storage"`
-	Deprecated bool   `json:"deprecated,omitempty"`
-	Schema     struct {
-		OpenAPIV3Schema Schema `json:"openAPIV3Schema"`
-	} `json:"schema"`
-	Subresources struct {
-		Status *struct{} `json:"status,omitempty"`
-		Scale  *struct {
-			SpecReplicasPath   string `json:"specReplicasPath"`
-			StatusReplicasPath string `json:"statusReplicasPath"`
-			LabelSelectorPath  string `json:"labelSelectorPath"`
-		} `json:"scale,omitempty"`
-	} `json:"subresources"`
-	AdditionalPrinterColumns []struct {
-		Name     string `json:"name"`
-		JSONPath string `json:"jsonPath"`
-	} `json:"additionalPrinterColumns"`
-}
-
-// ReadCRD reads a CRD manifest.
-func ReadCRD(path string) (*CRD, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	crd := &CRD{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return crd, nil
-}
-
-// FooVersion returns the CRD's version of the Foo API this controller speaks.
-func (crd *CRD) FooVersion() (*CRDVersion, error) {
-	for i, v := range crd.Spec.Versions {
-		if v.Name == samplev1beta1.SchemeGroupVersion.Version {
-			return &crd.Spec.Versions[i], nil
-		}
-	}
-	return nil, errors.New("the CRD does not define version " + samplev1beta1.SchemeGroupVersion.Version)
-}
-
-// FooAPI is what an API server serving the CRD would publish.
-func (crd *CRD) FooAPI() *FooAPI {
-	api := &FooAPI{Resources: map[string]bool{}}
-	v, err := crd.FooVersion()
-	if err != nil {
-		return api
-	}
-	api.Resources[samplecontroller.FooResource] = true
-	api.Resources[samplecontroller.FooResource+"/status"] = v.Subresources.Status != nil
-	api.Resources[samplecontroller.FooResource+"/scale"] = v.Subresources.Scale != nil
-	api.Schema = &v.Schema.OpenAPIV3Schema
-	return api
 }

@@ -19,7 +19,6 @@ package apicheck
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,64 +27,6 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
-
-// shippedCRD is the CRD users install, generated from the Go types.
-const shippedCRD = "../../artifacts/examples/crd.yaml"
-
-// The shipped CRD has all the controller needs; older ones are refused with
-// what they lack.
-func TestOutdatedCRDIsRefusedWithWhatItLacks(t *testing.T) {
-	for name, tc := range map[string]struct {
-		edit func(v *CRDVersion)
-		want string
-	}{
-		"shipped": {func(*CRDVersion) {}, ""},
-		"no status subresource": {func(v *CRDVersion) { v.Subresources.Status = nil },
-			"version v1beta1 does not enable the status subresource"},
-		"no scale subresource": {func(v *CRDVersion) { v.Subresources.Scale = nil },
-			"version v1beta1 does not enable the scale subresource"},
-		"the classic sample-controller's CRD": {func(v *CRDVersion) {
-			v.Subresources.Status, v.Subresources.Scale = nil, nil
-			status := v.Schema.OpenAPIV3Schema.Properties["status"]
-			status.Properties = map[string]Schema{"availableReplicas": status.Properties["availableReplicas"]}
-			v.Schema.OpenAPIV3Schema.Properties["status"] = status
-		}, "version v1beta1 does not enable the status subresource; version v1beta1 does not enable the scale subresource; " +
-			"its schema lacks status.replicas, status.selector, status.observedGeneration, status.conditions, which the API server would prune from every status write"},
-		"status kept whole": {func(v *CRDVersion) {
-			v.Schema.OpenAPIV3Schema.Properties["status"] = Schema{Type: "object", PreserveUnknownFields: true}
-		}, ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			crd, err := ReadCRD(shippedCRD)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := crd.FooVersion()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.edit(v)
-			if got := strings.Join(crd.FooAPI().Missing(), "; "); got != tc.want {
-				t.Errorf("missing:\n got: %q\nwant: %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// A CRD without the controller's version serves no Foos the controller can
-// use: Check answers ErrFooAPIMissing, since discovery lists no foos.
-func TestCRDOfAnotherVersionServesNoFoos(t *testing.T) {
-	crd, err := ReadCRD(shippedCRD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range crd.Spec.Versions {
-		crd.Spec.Versions[i].Name = "v1"
-	}
-	if api := crd.FooAPI(); api.Resources[samplecontroller.FooResource] {
-		t.Errorf("resources %v, want no foos", api.Resources)
-	}
-}
 
 // The Foo's schema is found in a published OpenAPI v3 document by its
 // group-version-kind tag, whatever the definition is named.

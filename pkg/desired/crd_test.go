@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-samples/sample-controller/internal/crdfile"
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
@@ -49,9 +50,9 @@ const crdPath = "../../artifacts/examples/crd.yaml"
 
 // generatedFooVersion reads the CRD and returns it with the version the
 // controller speaks, v1beta1.
-func generatedFooVersion(t *testing.T) (*apicheck.CRD, *apicheck.CRDVersion) {
+func generatedFooVersion(t *testing.T) (*crdfile.CRD, *crdfile.CRDVersion) {
 	t.Helper()
-	crd, err := apicheck.ReadCRD(crdPath)
+	crd, err := crdfile.Read(crdPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func generatedFooVersion(t *testing.T) (*apicheck.CRD, *apicheck.CRDVersion) {
 }
 
 // specField returns the schema of spec.<path>, a dotted path.
-func specField(t *testing.T, version *apicheck.CRDVersion, path string) apicheck.Schema {
+func specField(t *testing.T, version *crdfile.CRDVersion, path string) apicheck.Schema {
 	t.Helper()
 	field, ok := schemaFieldAt(version.Schema.OpenAPIV3Schema, ".spec."+path)
 	if !ok {
@@ -76,7 +77,7 @@ func specField(t *testing.T, version *apicheck.CRDVersion, path string) apicheck
 // and converts between them with the controller's webhook, reached through
 // the Service artifacts/deploy defines.
 func TestCRDServesBothVersionsAndStoresV1beta1(t *testing.T) {
-	crd, err := apicheck.ReadCRD(crdPath)
+	crd, err := crdfile.Read(crdPath)
 	if err != nil {
 		t.Fatal(err)
 	}

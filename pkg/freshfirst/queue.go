@@ -132,7 +132,11 @@ func (q *Queue) Get() (cache.ObjectName, bool) {
 	return key, shutdown
 }
 
-// BacklogLen is the number of keys in the backlog.
+// BacklogLen is the number of keys in the backlog; Len, the rate-limited
+// queue's, does not count them. Today only the tests of the controller
+// read it (which key went where): it stays exported beside Len, as a queue's
+// lengths are its API, and an export_test.go cannot serve another
+// package's tests.
 func (q *Queue) BacklogLen() int {
 	return q.backlog.Len()
 }

@@ -28,7 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	"github.com/kube-samples/sample-controller/internal/crdfile"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/options"
@@ -39,7 +39,7 @@ import (
 // the port the Deployment's replicas serve it on, at the path they serve:
 // a name or port out of step and every read of v1alpha1 fails.
 func TestCRDReachesTheDeployedWebhook(t *testing.T) {
-	crd, err := apicheck.ReadCRD("../../artifacts/examples/crd.yaml")
+	crd, err := crdfile.Read("../../artifacts/examples/crd.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
