@@ -39,6 +39,11 @@ go run ./hack/owned-schema \
 	-kind apps/v1/Deployment \
 	-o "${SCRIPT_ROOT}/pkg/generated/ownedschema/zz_generated.owned_schema.go"
 
+# The admission policies that confine the controller's ServiceAccount to
+# the objects a Foo owns, as pkg/desired builds them (hack/owned-policy says
+# how): a field or a kind the controller comes to write moves them with it.
+go run ./hack/owned-policy -o "${SCRIPT_ROOT}/artifacts/deploy/owned-policy.yaml"
+
 kube::codegen::gen_client \
 	--with-watch \
 	--with-applyconfig \

@@ -33,8 +33,9 @@ type deployObject struct {
 	namespace string // "" for one of the cluster's scope
 }
 
-// deployObjects reads the objects of artifacts/deploy (one a file), the
-// CRD it takes from artifacts/examples left out.
+// deployObjects reads the objects of artifacts/deploy (a file holds one, or
+// several apart by ---, as the generated owned-policy.yaml), the CRD it
+// takes from artifacts/examples left out.
 func deployObjects(t *testing.T) []deployObject {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(root, "artifacts", "deploy", "*.yaml"))
@@ -50,22 +51,37 @@ func deployObjects(t *testing.T) []deployObject {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
+		for _, doc := range strings.Split("\n"+string(data), "\n---\n") {
+			var o struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if onlyComments(doc) {
+				continue // the comments that open a file of several
+			}
+			if o.Kind == "" || o.Metadata.Name == "" {
+				t.Fatalf("%s: no kind or name", f)
+			}
+			objects = append(objects, deployObject{strings.ToLower(o.Kind), o.Metadata.Name, o.Metadata.Namespace})
 		}
-		if err := yaml.Unmarshal(data, &o); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if o.Kind == "" || o.Metadata.Name == "" {
-			t.Fatalf("%s: no kind or name", f)
-		}
-		objects = append(objects, deployObject{strings.ToLower(o.Kind), o.Metadata.Name, o.Metadata.Namespace})
 	}
 	return objects
+}
+
+// onlyComments reports whether a YAML document holds comments alone.
+func onlyComments(doc string) bool {
+	for _, line := range strings.Split(doc, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // deletedObjects returns the objects the kubectl delete commands of a shell

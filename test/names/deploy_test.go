@@ -51,8 +51,40 @@ func decode(t *testing.T, file string, out any) {
 	}
 }
 
+// ownedPolicyFile is the file of deployDir that hack/owned-policy generates:
+// a policy and its binding for each kind a Foo owns.
+const ownedPolicyFile = "owned-policy.yaml"
+
+// The generated policies of the kinds a Foo owns are named for the
+// controller and each kind, in the order of desired.Registrations, each
+// followed by its binding, cluster-scoped, labelled with the controller's
+// name.
+func TestOwnedPoliciesAreNamedForEachKind(t *testing.T) {
+	var want []string
+	for _, r := range desired.Registrations {
+		name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
+		want = append(want, "ValidatingAdmissionPolicy "+name, "ValidatingAdmissionPolicyBinding "+name)
+	}
+	var got []string
+	for i, doc := range strings.Split(read(t, deployDir+"/"+ownedPolicyFile), "\n---\n")[1:] {
+		var o deployObject
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("%s/%s: document %d: %v", deployDir, ownedPolicyFile, i+1, err)
+		}
+		got = append(got, o.Kind+" "+o.Metadata.Name)
+		if o.Metadata.Namespace != "" || o.Metadata.Labels[labelName] != samplecontroller.ControllerName {
+			t.Errorf("%s/%s: %s %s: namespace %q, labels %v; want none, %s=%s", deployDir, ownedPolicyFile, o.Kind,
+				o.Metadata.Name, o.Metadata.Namespace, o.Metadata.Labels, labelName, samplecontroller.ControllerName)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s/%s holds %q, want %q (make generate)", deployDir, ownedPolicyFile, got, want)
+	}
+}
+
 // deployFiles are the files of deployDir, with the kind and name of the
-// object each holds: all named for the controller.
+// object each holds: all named for the controller. The generated
+// ownedPolicyFile, which holds several, is checked apart.
 func deployFiles() map[string]deployObject {
 	name := samplecontroller.ControllerName
 	object := func(kind, name string) deployObject {
@@ -99,7 +131,7 @@ func TestDeployObjectsAreNamedForTheController(t *testing.T) {
 	for file := range files {
 		want = append(want, file)
 	}
-	want = append(want, "../examples")
+	want = append(want, "../examples", ownedPolicyFile)
 	if got := slices.Sorted(slices.Values(kustomization.Resources)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("%s/kustomization.yaml: resources %v, want %v (a new file needs its name checked here)", deployDir, got, slices.Sorted(slices.Values(want)))
 	}

@@ -117,3 +117,11 @@ const (
 	// deleted the Foo's Deployment to match the Foo.
 	ReasonSynced = "Synced"
 )
+
+// OwnedWritesPolicyName names the ValidatingAdmissionPolicy, and its
+// binding, of artifacts/deploy/owned-policy.yaml that confines the
+// controller's writes of one kind a Foo owns, by its resource
+// ("deployments").
+func OwnedWritesPolicyName(resource string) string {
+	return ControllerName + "-owned-" + resource
+}

@@ -1,0 +1,411 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// A kind's policy is read off two objects the controller asks for, for two
+// owners whose every field differs (the probes): the fields they set are the
+// controller's; a value they share is one the controller always writes
+// (pinned: an image, a container's name, a label's value); what they set
+// differently follows the owner (a replica count, a name). Around the
+// fields the controller sets, a new object may hold only what the API
+// server writes into it (serverDefaults), and an update may change nothing
+// else.
+
+// owner is the kind of the objects' controller, as their controller
+// reference names it.
+type owner struct {
+	schema.GroupKind
+	// Writer is the user the policy confines, as the API server names it.
+	Writer string
+}
+
+// policyFor returns the policy confining writer's writes of one kind,
+// named name, whose objects are probes[0] and probes[1] (as JSON) for two
+// owners.
+func policyFor(name string, resource schema.GroupResource, kind string, probes [2][]byte,
+	o owner) (*admissionv1.ValidatingAdmissionPolicy, error) {
+	var p [2]any
+	for i := range probes {
+		if err := json.Unmarshal(probes[i], &p[i]); err != nil {
+			return nil, err
+		}
+	}
+	defaults, ok := serverDefaults[kind]
+	if !ok {
+		return nil, fmt.Errorf("no server defaults known for kind %s: add them to serverDefaults", kind)
+	}
+	w := &walker{kind: kind, defaults: defaults, owner: o}
+	if err := w.level("", "variables.object", "variables.oldObject", p[0], p[1]); err != nil {
+		return nil, err
+	}
+	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{"app.kubernetes.io/name": o.Writer}},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops, Rule: admissionv1.Rule{
+					APIGroups: []string{resource.Group}, APIVersions: []string{"*"},
+					Resources: []string{resource.Resource, resource.Resource + "/*"},
+				}},
+			}}},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "the-controllers-service-account",
+				Expression: fmt.Sprintf("request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':%s')", o.Writer),
+			}},
+			// The objects as maps: dyn() lets a comprehension range over
+			// their keys, which the type checker, knowing the kind's
+			// fields, would not.
+			Variables: []admissionv1.Variable{
+				{Name: "object", Expression: "request.operation == 'DELETE' ? {} : dyn(object)"},
+				{Name: "oldObject", Expression: "request.operation == 'CREATE' ? {} : dyn(oldObject)"},
+				{Name: "controlledByOwner", Expression: w.controlledBy("variables.object")},
+				{Name: "wasControlledByOwner", Expression: w.controlledBy("variables.oldObject")},
+			},
+		},
+	}
+	policy.Spec.Variables = append(policy.Spec.Variables, w.variables...)
+	v := &policy.Spec.Validations
+	add := func(expr, message string) {
+		*v = append(*v, admissionv1.Validation{Expression: expr, Reason: ptr.To(metav1.StatusReasonForbidden), Message: message})
+	}
+	add("request.namespace != 'kube-system'", fmt.Sprintf("the %s writes no %s in kube-system", o.Writer, kind))
+	add("request.?subResource.orValue('') == ''",
+		fmt.Sprintf("the %s writes a %s itself, none of its subresources", o.Writer, kind))
+	add("request.operation != 'DELETE' || variables.wasControlledByOwner",
+		fmt.Sprintf("the %s deletes only a %s a %s controls", o.Writer, kind, o.Kind))
+	add("request.operation != 'CREATE' || variables.controlledByOwner",
+		fmt.Sprintf("the %s creates only a %s a %s controls (its controller reference)", o.Writer, kind, o.Kind))
+	add("request.operation != 'UPDATE' || (variables.wasControlledByOwner && variables.controlledByOwner && "+
+		refs("variables.object", true)+" == "+refs("variables.oldObject", true)+" && "+
+		refs("variables.object", false)+" == "+refs("variables.oldObject", false)+")",
+		fmt.Sprintf("the %s updates only a %s a %s controls, and changes none of its owners", o.Writer, kind, o.Kind))
+	for _, r := range w.create {
+		add("request.operation != 'CREATE' || ("+r.expr+")", fmt.Sprintf("a new %s: %s", kind, r.message))
+	}
+	for _, r := range w.update {
+		add("request.operation != 'UPDATE' || ("+r.expr+")", fmt.Sprintf("an update of a %s: %s", kind, r.message))
+	}
+	return policy, nil
+}
+
+// bindingFor binds policy in every namespace, refusing what it does not
+// admit.
+func bindingFor(policy *admissionv1.ValidatingAdmissionPolicy) *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name, Labels: policy.Labels},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+// rule is a CEL expression that must hold, and what it says if it does not.
+type rule struct{ expr, message string }
+
+// walker collects the rules of one kind, level by level of the probes.
+type walker struct {
+	kind           string
+	defaults       map[string]*allowed
+	owner          owner
+	depth          int // of lists: each names its elements apart (e0, e1; o0, o1 before)
+	create, update []rule
+	variables      []admissionv1.Variable // a level's object and old object, named for a reader
+
+}
+
+// refs is obj's owner references, the controller's UID alone (controller)
+// or the others whole: the controller reference's apiVersion may move to
+// a newer version of its owner's API.
+func refs(obj string, controller bool) string {
+	refs := obj + "[?'metadata'][?'ownerReferences'].orValue([])"
+	if controller {
+		return refs + ".filter(r, r[?'controller'].orValue(false) == true).map(r, r.uid)"
+	}
+	return refs + ".filter(r, r[?'controller'].orValue(false) != true)"
+}
+
+// serverWritten are the metadata an update changes whatever the writer
+// sends: the API server writes them.
+var serverWritten = []string{"resourceVersion", "generation", "managedFields"}
+
+// controlledBy is whether obj has a controller reference to an owner.
+func (w *walker) controlledBy(obj string) string {
+	return fmt.Sprintf("%s[?'metadata'][?'ownerReferences'].orValue([]).exists(r, r[?'controller'].orValue(false) == true && "+
+		"r[?'kind'].orValue('') == '%s' && r[?'apiVersion'].orValue('').startsWith('%s/'))", obj, w.owner.Kind, w.owner.Group)
+}
+
+// level adds the rules of the level at path, obj and old in CEL (maps, or
+// {} where absent), of which the probes hold p1 and p2.
+func (w *walker) level(path, obj, old string, p1, p2 any) error {
+	switch v1 := p1.(type) {
+	case map[string]any:
+		v2, _ := p2.(map[string]any)
+		return w.mapLevel(path, obj, old, v1, v2)
+	case []any:
+		v2, _ := p2.([]any)
+		return w.listLevel(path, obj, old, v1, v2)
+	default:
+		if equalJSON(p1, p2) {
+			lit := literal(p1)
+			w.create = append(w.create, rule{obj + " == " + lit, fmt.Sprintf("%s must be %s", display(path), lit)})
+			w.update = append(w.update, rule{obj + " == " + lit, fmt.Sprintf("%s must stay %s", display(path), lit)})
+		}
+		return nil
+	}
+}
+
+// varying are the fields of an owned object that follow their owner
+// whatever the probes hold, or that the controller reference rules cover.
+var varying = map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.ownerReferences": true}
+
+func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
+	if w.depth == 0 && path != "" {
+		// Outside lists, each level is a variable, which its children read.
+		name := variableName(path)
+		w.variables = append(w.variables,
+			admissionv1.Variable{Name: name, Expression: obj},
+			admissionv1.Variable{Name: "old" + strings.ToUpper(name[:1]) + name[1:], Expression: old})
+		obj, old = "variables."+name, "variables.old"+strings.ToUpper(name[:1])+name[1:]
+	}
+	owned := slices.Sorted(maps.Keys(v1))
+	allowed, ok := w.defaults[path]
+	if !ok {
+		return fmt.Errorf("%s: no server defaults known for %s: add them to serverDefaults", w.kind, display(path))
+	}
+	if !allowed.anyKey {
+		w.create = append(w.create, rule{
+			fmt.Sprintf("%s.all(k, k in %s%s)", obj, literal(owned), allowed.cel("k", obj)),
+			fmt.Sprintf("%s may hold %s alone%s", display(path), strings.Join(owned, ", "), allowed.describe()),
+		})
+	}
+	kept := owned
+	if path == "metadata" {
+		kept = slices.Concat(owned, serverWritten)
+	}
+	w.update = append(w.update, rule{
+		fmt.Sprintf("%s.all(k, k in %s || (k in %s && %s[k] == %s[k])) && %s.all(k, k in %s || k in %s)",
+			obj, literal(kept), old, obj, old, old, literal(kept), obj),
+		fmt.Sprintf("at %s only %s may change", display(path), strings.Join(owned, ", ")),
+	})
+	for _, k := range owned {
+		child := join(path, k)
+		if varying[child] {
+			continue
+		}
+		empty := "null"
+		switch v1[k].(type) {
+		case map[string]any:
+			empty = "{}"
+		case []any:
+			empty = "[]"
+		}
+		if err := w.level(child, fmt.Sprintf("%s[?%s].orValue(%s)", obj, literal(k), empty),
+			fmt.Sprintf("%s[?%s].orValue(%s)", old, literal(k), empty), v1[k], v2[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listLevel adds the rules of a list. The elements of a list of objects
+// named alike in both probes (containers, ports) are matched by name, as
+// server-side apply merges them: each is checked as a level of its own,
+// against the element of that name before an update; an element of
+// another name, another manager's, may only stay as it was. Any other list
+// the controller sets, it sets whole (a scalar list) or the reference rules
+// cover (owner references).
+func (w *walker) listLevel(path, obj, old string, v1, v2 []any) error {
+	e, o := fmt.Sprint("e", w.depth), fmt.Sprint("o", w.depth)
+	names, named := elementNames(v1, v2)
+	if !named {
+		if equalJSON(v1, v2) {
+			lit := literal(v1)
+			w.create = append(w.create, rule{obj + " == " + lit, fmt.Sprintf("%s must be %s", display(path), lit)})
+			w.update = append(w.update, rule{obj + " == " + lit, fmt.Sprintf("%s must stay %s", display(path), lit)})
+		}
+		return nil
+	}
+	w.create = append(w.create, rule{
+		fmt.Sprintf("size(%s) == %d && %s.all(%s, %s[?'name'].orValue('') in %s)", obj, len(names), obj, e, e, literal(names)),
+		fmt.Sprintf("%s must be %s alone", display(path), strings.Join(names, ", ")),
+	})
+	w.update = append(w.update, rule{
+		fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') in %s || %s.exists(%s, %s == %s))", obj, e, e, literal(names), old, o, o, e),
+		fmt.Sprintf("%s may add no element but %s", display(path), strings.Join(names, ", ")),
+	})
+	for i, name := range names {
+		// Each element's rules, on e in the new list and on its namesake
+		// before the update, or {} if it is new.
+		sub := &walker{kind: w.kind, defaults: w.defaults, owner: w.owner, depth: w.depth + 1}
+		elem := path + "[]"
+		if err := sub.level(elem, e, o, v1[i], v2[i]); err != nil {
+			return err
+		}
+		at := fmt.Sprintf("%s[name=%s]", display(path), name)
+		for _, r := range sub.create {
+			w.create = append(w.create, rule{
+				fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') != %s || %s)", obj, e, e, literal(name), r.expr),
+				strings.Replace(r.message, display(elem), at, 1),
+			})
+		}
+		// A new element is checked as on a create.
+		newElement := andAll(sub.create)
+		for _, r := range sub.update {
+			w.update = append(w.update, rule{
+				fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') != %s || (%s.exists(%s, %s[?'name'].orValue('') == %s) ? "+
+					"%s.filter(%s, %s[?'name'].orValue('') == %s).all(%s, %s) : %s))",
+					obj, e, e, literal(name), old, o, o, literal(name), old, o, o, literal(name), o, r.expr, newElement),
+				strings.Replace(r.message, display(elem), at, 1),
+			})
+		}
+	}
+	return nil
+}
+
+// elementNames returns the names of the elements of a list of objects that
+// carry the same names in both probes, in order.
+func elementNames(v1, v2 []any) ([]string, bool) {
+	if len(v1) == 0 || len(v1) != len(v2) {
+		return nil, false
+	}
+	names := make([]string, len(v1))
+	for i := range v1 {
+		e1, ok1 := v1[i].(map[string]any)
+		e2, ok2 := v2[i].(map[string]any)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		n1, ok1 := e1["name"].(string)
+		n2, ok2 := e2["name"].(string)
+		if !ok1 || !ok2 || n1 != n2 {
+			return nil, false
+		}
+		names[i] = n1
+	}
+	return names, true
+}
+
+func andAll(rules []rule) string {
+	if len(rules) == 0 {
+		return "true"
+	}
+	exprs := make([]string, len(rules))
+	for i, r := range rules {
+		exprs[i] = "(" + r.expr + ")"
+	}
+	return strings.Join(exprs, " && ")
+}
+
+// variableName names the level at path: spec.template.spec is
+// specTemplateSpec.
+func variableName(path string) string {
+	var b strings.Builder
+	upper := false
+	for _, r := range path {
+		switch {
+		case r == '.' || r == '[' || r == ']':
+			upper = true
+		case upper && b.Len() > 0:
+			b.WriteString(strings.ToUpper(string(r)))
+			upper = false
+		default:
+			b.WriteRune(r)
+			upper = false
+		}
+	}
+	return b.String()
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func display(path string) string {
+	if path == "" {
+		return "the object"
+	}
+	return path
+}
+
+func equalJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// literal writes v, a JSON value, as a CEL literal.
+func literal(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if !strings.ContainsAny(v, `'\`) && strconv.CanBackquote(v) {
+			return "'" + v + "'"
+		}
+		s, _ := json.Marshal(v) // a JSON string is a CEL string literal, escapes and all
+		return string(s)
+	case bool:
+		return fmt.Sprint(v)
+	case float64:
+		if v == float64(int64(v)) {
+			return fmt.Sprint(int64(v))
+		}
+		return fmt.Sprint(v)
+	case []string:
+		parts := make([]string, len(v))
+		for i, s := range v {
+			parts[i] = literal(s)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = literal(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = literal(k) + ": " + literal(v[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprintf("%v", v)
+}
