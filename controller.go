@@ -67,9 +67,9 @@ type Controller struct {
 	sampleclientset clientset.Interface
 
 	ownedObjects []ownedObjects // each kind a Foo owns (desired.Registrations) and its cache
-	foosLister  listers.FooLister
-	foosIndexer cache.Indexer
-	foosSynced  cache.InformerSynced
+	foosLister   listers.FooLister
+	foosIndexer  cache.Indexer
+	foosSynced   cache.InformerSynced
 
 	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
@@ -160,13 +160,13 @@ func NewController(
 	}); err != nil {
 		return nil, err
 	}
-	for _, owned := range ownedInformers {
-		if _, err := owned.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	for _, ownedInformer := range ownedInformers {
+		if _, err := ownedInformer.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
 		}); err != nil {
 			return nil, err
 		}
-		objects := ownedObjects{owned.Registered, owned.Informer.GetIndexer(), owned.Informer.HasSynced}
+		objects := ownedObjects{ownedInformer.Registered, ownedInformer.Informer.GetIndexer(), ownedInformer.Informer.HasSynced}
 		controller.ownedObjects = append(controller.ownedObjects, objects)
 	}
 	return controller, nil

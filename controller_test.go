@@ -804,8 +804,8 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	for _, owned := range ownedInformers {
-		go owned.Informer.RunWithContext(ctx)
+	for _, ownedInformer := range ownedInformers {
+		go ownedInformer.Informer.RunWithContext(ctx)
 	}
 	return c, client, kubeclient
 }

@@ -143,8 +143,8 @@ func run(ctx context.Context, o *options.Options) error {
 	// takes over in moments. On return, cancel first, then wait for them.
 	ctx, cancel := context.WithCancel(ctx)
 	var ownedInformersDone sync.WaitGroup
-	for _, owned := range ownedInformers {
-		ownedInformersDone.Go(func() { owned.Informer.RunWithContext(ctx) })
+	for _, ownedInformer := range ownedInformers {
+		ownedInformersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
 	}
 	sampleInformerFactory.Start(ctx.Done())
 	defer ownedInformersDone.Wait()

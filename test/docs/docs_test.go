@@ -276,12 +276,12 @@ func codeSpans(text string) []inlineCode {
 					j++
 					continue
 				}
-				if m := backticks(s, j); m == n {
+				m := backticks(s, j)
+				if m == n {
 					end = j
 					break
-				} else {
-					j += m
 				}
+				j += m
 			}
 			if end < 0 {
 				i += n // no closing run: the backticks are text
@@ -439,8 +439,9 @@ func TestCodeSpansPairBackticksAcrossLines(t *testing.T) {
 		"| `cell` | `other",       // 13
 		"row` |",                  // 14
 	}, "\n")
-	var got []string
-	for _, s := range codeSpans(text) {
+	spans := codeSpans(text)
+	got := make([]string, 0, len(spans))
+	for _, s := range spans {
 		got = append(got, fmt.Sprintf("%d:%s", s.line, s.text))
 	}
 	want := []string{"1:across lines", "2:after", "3:x", "7:a `tick` inside", "7:y", "9:z", "13:cell"}

@@ -33,8 +33,9 @@ var braces = regexp.MustCompile(`\{([a-z,-]+)\}`)
 // builds: every Kubernetes binary hack/build-tools.sh builds, and no other
 // (it once said three where the newest minor builds five).
 func TestLocalControlPlanePageListsTheKubernetesBinariesBuilt(t *testing.T) {
-	var built []string
-	for _, m := range kubernetesCommand.FindAllStringSubmatch(read(t, "hack/build-tools.sh"), -1) {
+	commands := kubernetesCommand.FindAllStringSubmatch(read(t, "hack/build-tools.sh"), -1)
+	built := make([]string, 0, len(commands))
+	for _, m := range commands {
 		built = append(built, m[1])
 	}
 	var listed []string

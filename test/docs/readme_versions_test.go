@@ -89,7 +89,7 @@ func TestReadmeNamesTheMinorsMakeTestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var minors []int
+	minors := make([]int, 0, len(dirs))
 	for _, d := range dirs {
 		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "k8s-1."))
 		if err != nil {

@@ -34,6 +34,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
 const (
@@ -61,8 +62,9 @@ const (
 // the test ends it removes what was installed, except the CRD that other
 // tests use: the Namespace (with everything in it), the ClusterRole, the
 // ClusterRoleBinding, the FlowSchema, and the admission policies and their
-// bindings. A Namespace still terminating from an earlier test is
-// waited for first. Applying twice in one test is fine.
+// bindings, those of each kind a Foo owns (desired.Registrations) among
+// them. A Namespace still terminating from an earlier test is waited for
+// first. Applying twice in one test is fine.
 func applyDeployArtifacts(t *testing.T) string {
 	t.Helper()
 	namespaces := cluster.Kube.CoreV1().Namespaces()
@@ -87,7 +89,7 @@ func applyDeployArtifacts(t *testing.T) string {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
 		admission := cluster.Kube.AdmissionregistrationV1()
-		for _, err := range []error{
+		errs := []error{
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			cluster.Kube.FlowcontrolV1().FlowSchemas().Delete(ctx, deployLeaseFlowSchema, metav1.DeleteOptions{}),
@@ -96,7 +98,13 @@ func applyDeployArtifacts(t *testing.T) string {
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
-		} {
+		}
+		for _, r := range desired.Registrations {
+			name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
+			errs = append(errs, admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}),
+				admission.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}))
+		}
+		for _, err := range errs {
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("removing %s: %v", deployKustomization, err)
 			}

@@ -80,7 +80,8 @@ rules:
 func ownedRules() string {
 	var rules strings.Builder
 	for _, registered := range desired.Registrations {
-		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", registered.GroupResource().Group, registered.GroupResource().Resource)
+		resource := registered.GroupResource()
+		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", resource.Group, resource.Resource)
 	}
 	return rules.String()
 }

@@ -147,14 +147,18 @@ func Chart(points []Point) string {
 	}
 	var svg strings.Builder
 	const width, height = 960, 440
-	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" `+
+		`font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&svg, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
-	fmt.Fprintf(&svg, `<text x="%d" y="22" font-size="15" text-anchor="middle">sample-controller: cold start over N Foos (median of the runs; make bench)</text>`+"\n", width/2)
+	fmt.Fprintf(&svg, `<text x="%d" y="22" font-size="15" text-anchor="middle">`+
+		`sample-controller: cold start over N Foos (median of the runs; make bench)</text>`+"\n", width/2)
 	panel(&svg, 70, 50, 380, 260, "seconds", ns, []curveLine{
 		{label: "controller: every Foo Ready", color: "#d95f02", values: medians(func(p Point) float64 { return p.Ready })},
-		{label: "floor: every Deployment available", color: "#d95f02", dashed: true, values: medians(func(p Point) float64 { return p.EndToEndFloor })},
+		{label: "floor: every Deployment available", color: "#d95f02", dashed: true,
+			values: medians(func(p Point) float64 { return p.EndToEndFloor })},
 		{label: "controller: converged", color: "#1b65a6", values: medians(func(p Point) float64 { return p.Converged })},
-		{label: "floor: API writes", color: "#1b65a6", dashed: true, values: medians(func(p Point) float64 { return p.APIFloor })},
+		{label: "floor: API writes", color: "#1b65a6", dashed: true,
+			values: medians(func(p Point) float64 { return p.APIFloor })},
 	})
 	panel(&svg, 560, 50, 380, 260, "controller peak RSS, MiB", ns, []curveLine{
 		{label: "controller peak RSS", color: "#1b9e77", values: medians(func(p Point) float64 { return p.PeakRSS })},
@@ -179,15 +183,18 @@ func panel(svg *strings.Builder, x0, y0, w, h float64, yLabel string, xs []float
 	fmt.Fprintf(svg, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="black"/>`+"\n", x0, y0, y0+h, x0+w)
 	for i := 0; i <= 5; i++ {
 		y := yMax * float64(i) / 5
-		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n",
+		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+
+			`<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n",
 			x0, py(y), x0+w, py(y), x0-6, py(y)+4, strconv.FormatFloat(y, 'f', -1, 64))
 	}
 	for _, x := range xs {
-		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/><text x="%.1f" y="%.1f" text-anchor="middle">%.0f</text>`+"\n",
+		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+
+			`<text x="%.1f" y="%.1f" text-anchor="middle">%.0f</text>`+"\n",
 			px(x), y0+h, px(x), y0+h+5, px(x), y0+h+18, x)
 	}
 	fmt.Fprintf(svg, `<text x="%.1f" y="%.1f" text-anchor="middle">Foos (N)</text>`+"\n", x0+w/2, y0+h+34)
-	fmt.Fprintf(svg, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", x0-48, y0+h/2, yLabel)
+	fmt.Fprintf(svg, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
+		x0-48, y0+h/2, yLabel)
 	for i, l := range lines {
 		dash := ""
 		if l.dashed {
@@ -202,9 +209,11 @@ func panel(svg *strings.Builder, x0, y0, w, h float64, yLabel string, xs []float
 			fmt.Fprintf(&path, "%s%.1f %.1f ", cmd, px(xs[j]), py(v))
 			fmt.Fprintf(svg, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", px(xs[j]), py(v), l.color)
 		}
-		fmt.Fprintf(svg, `<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.TrimSpace(path.String()), l.color, dash)
+		fmt.Fprintf(svg, `<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n",
+			strings.TrimSpace(path.String()), l.color, dash)
 		ly := y0 + h + 52 + float64(i)*16
-		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/><text x="%.1f" y="%.1f">%s</text>`+"\n",
+		fmt.Fprintf(svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+
+			`<text x="%.1f" y="%.1f">%s</text>`+"\n",
 			x0, ly, x0+28, ly, l.color, dash, x0+34, ly+4, l.label)
 	}
 }
