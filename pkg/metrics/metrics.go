@@ -105,6 +105,19 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// WebhookRefusedCAs counts the CAs of the webhook's CA Secret that the
+	// controller could not have made, by role and reason (pkg/webhookcert).
+	WebhookRefusedCAs = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: Subsystem,
+		Name:      "webhook_refused_cas",
+		Help: "CAs of the conversion webhook's CA Secret that the controller could not have made, as this replica " +
+			"last read it, and so does not trust, by ca: signing (ca.crt: the replica keeps the CAs it had and writes " +
+			"nothing) or endorsed (in trusted.crt, left out of the CRD's caBundle); and by reason: key (not ECDSA " +
+			"P-256), subject, issuer (not self-signed), not_yet_valid (starts in the future), lifetime (valid longer " +
+			"than -webhook-ca-validity). Anything but 0: someone other than the controller wrote the Secret.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"ca", "reason"})
+
 	// MetricsReviewsRefused counts the reviews that guard /metrics not
 	// sent, or refused by the API server, by reason (pkg/serving).
 	MetricsReviewsRefused = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -119,7 +132,8 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs, MetricsReviewsRefused)
+	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs, WebhookRefusedCAs,
+		MetricsReviewsRefused)
 }
 
 // ObserveSync records the result and duration of one sync, given the error

@@ -17,6 +17,7 @@ limitations under the License.
 package webhookcert
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -31,6 +32,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +73,107 @@ const endorsementContext = "sample-controller webhook CA endorsement\x00"
 // "not yet valid" in the moments after a replica switched to it.
 const backdate = time.Hour
 
+// caCommonNamePrefix starts the common name of every CA newAuthority
+// makes, followed by the Unix time it was made at: the subject a CA must
+// have to be trusted (rules).
+const caCommonNamePrefix = "sample-controller-webhook-ca@"
+
+// clockSkew is how far ahead of this replica's clock another replica's may
+// be, beyond the backdate, and the CA it made still be trusted (rules): a
+// CA starts an hour before it was made, so only a clock more than an hour
+// and clockSkew ahead makes one that starts in the future here.
+const clockSkew = 5 * time.Minute
+
+// The reasons a CA is refused (rules.refuse), the values of the reason
+// label of samplecontroller_webhook_refused_cas.
+const (
+	refusedKey         = "key"           // not an ECDSA P-256 key, the only kind newAuthority makes
+	refusedSubject     = "subject"       // not the subject newAuthority gives a CA
+	refusedIssuer      = "issuer"        // not self-signed: newAuthority makes roots only
+	refusedNotYetValid = "not_yet_valid" // starts more than clockSkew ahead
+	refusedLifetime    = "lifetime"      // valid for longer than the CA validity and the backdate
+)
+
+// refusedReasons are the reasons, in the order rules.refuse checks them.
+var refusedReasons = []string{refusedKey, refusedSubject, refusedIssuer, refusedNotYetValid, refusedLifetime}
+
+// The roles of a refused CA, the values of the ca label of
+// samplecontroller_webhook_refused_cas: the Secret's signing CA, or a CA of
+// trusted.crt the signing CA endorsed.
+const (
+	roleSigning  = "signing"
+	roleEndorsed = "endorsed"
+)
+
+// refusal says why a CA is not one this controller could have made.
+type refusal struct {
+	cert *x509.Certificate
+	// reason is one of refusedReasons; detail says it with the values, for
+	// the event and the log.
+	reason, detail string
+}
+
+// rules are what a CA must be to be trusted: one this controller could
+// have made, at now, with a CA validity of validity. Whoever can update the
+// Secret (a stolen token of the controller's ServiceAccount among them) can
+// write ca.crt and ca.key; what they write then is trusted only if it is
+// what newAuthority makes: an ECDSA P-256 key, the controller's subject, a
+// root, started no later than now (and clockSkew), and valid no longer than
+// validity after its backdate. A weak key, or one valid for a century and
+// carried through every rotation, is not. Anyone with the key can still make
+// a CA that passes: these rules bound what such a CA can be, and the
+// revocation (revoke-now) ends it.
+type rules struct {
+	now      time.Time
+	validity time.Duration
+}
+
+// refuse returns why c is not a CA this controller could have made, nil if
+// it could have.
+func (r rules) refuse(c *x509.Certificate) *refusal {
+	refused := func(reason, format string, args ...any) *refusal {
+		return &refusal{cert: c, reason: reason, detail: fmt.Sprintf(format, args...)}
+	}
+	if key, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || key.Curve != elliptic.P256() {
+		return refused(refusedKey, "its key is %s, not ECDSA P-256", describeKey(c.PublicKey))
+	}
+	made, err := strconv.ParseInt(strings.TrimPrefix(c.Subject.CommonName, caCommonNamePrefix), 10, 64)
+	if !strings.HasPrefix(c.Subject.CommonName, caCommonNamePrefix) || err != nil || made < 0 ||
+		len(c.Subject.Names) != 1 {
+		return refused(refusedSubject, "its subject is %q, not CN=%s<Unix time>", c.Subject.String(), caCommonNamePrefix)
+	}
+	// CheckSignatureFrom also wants c to be a CA allowed to sign
+	// certificates.
+	if !bytes.Equal(c.RawIssuer, c.RawSubject) || c.CheckSignatureFrom(c) != nil {
+		return refused(refusedIssuer, "it is not self-signed (issuer %q)", c.Issuer.String())
+	}
+	if c.NotBefore.After(r.now.Add(clockSkew)) {
+		return refused(refusedNotYetValid, "it is valid from %s, more than %s after now (%s)",
+			c.NotBefore.UTC().Format(time.RFC3339), clockSkew, r.now.UTC().Format(time.RFC3339))
+	}
+	// No skew here: both ends were set from one clock, the maker's, and in
+	// whole seconds truncated alike, so a CA newAuthority made is valid for
+	// exactly validity and the backdate.
+	if lifetime := c.NotAfter.Sub(c.NotBefore); lifetime > r.validity+backdate {
+		return refused(refusedLifetime, "it is valid for %s, longer than the CA validity of %s and the %s backdate",
+			lifetime, r.validity, backdate)
+	}
+	return nil
+}
+
+// describeKey names a public key's algorithm and size, for a refusal.
+func describeKey(public crypto.PublicKey) string {
+	switch key := public.(type) {
+	case *rsa.PublicKey:
+		return fmt.Sprintf("RSA %d-bit", key.N.BitLen())
+	case *ecdsa.PublicKey:
+		return "ECDSA " + key.Curve.Params().Name
+	case ed25519.PublicKey:
+		return "Ed25519"
+	}
+	return fmt.Sprintf("a %T", public)
+}
+
 // authority is the CA of the Secret.
 type authority struct {
 	// secret is the Secret as read or written; nil for a CA not yet
@@ -90,14 +194,24 @@ type authority struct {
 	// foreign is the CAs of trusted.crt the signing CA did not endorse:
 	// written there by someone else. They never reach the caBundle.
 	foreign []*x509.Certificate
+	// refused is set when the signing CA is not one this controller could
+	// have made (rules): then nothing of the Secret is trusted, trusted
+	// and bundle are empty, and the manager keeps the CAs it had (sync).
+	refused *refusal
+	// refusedEndorsed is the CAs the signing CA endorsed that this
+	// controller could not have made: left out of trusted, as foreign ones
+	// are.
+	refusedEndorsed []*refusal
 }
 
 // parseAuthority reads the CA of a Secret, and fails on anything this
 // package would not have written: a signing CA that is not one certificate,
 // a key that does not match it, a trusted.crt that does not trust it. The
 // CAs of trusted.crt the signing CA did not endorse are set apart as
-// foreign, not trusted (trustDecision).
-func parseAuthority(secret *corev1.Secret) (*authority, error) {
+// foreign, not trusted (trustDecision). A signing CA, or an endorsed one,
+// that this controller could not have made by r is refused, not trusted: a
+// refused signing CA leaves nothing trusted.
+func parseAuthority(secret *corev1.Secret, r rules) (*authority, error) {
 	certs, err := cert.ParseCertsPEM(secret.Data[caCertKey])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", caCertKey, err)
@@ -124,15 +238,26 @@ func parseAuthority(secret *corev1.Secret) (*authority, error) {
 	if !containsDER(derOf(trusted), signer.Raw) {
 		return nil, fmt.Errorf("%s does not hold %s", trustedKey, caCertKey)
 	}
-	accepted, foreign := trustDecision(signer, trusted, secret.Data[endorsementsKey])
-	bundle, err := cert.EncodeCertificates(accepted...)
-	if err != nil {
+	endorsed, foreign := trustDecision(signer, trusted, secret.Data[endorsementsKey])
+	ca := &authority{secret: secret, signer: signer, key: key, endorsements: secret.Data[endorsementsKey], foreign: foreign}
+	if ca.refused = r.refuse(signer); ca.refused != nil {
+		// What a key this controller did not make endorsed is worth no
+		// more than the key.
+		return ca, nil
+	}
+	for _, c := range endorsed {
+		if c.Equal(signer) {
+			ca.trusted = append(ca.trusted, c)
+		} else if refused := r.refuse(c); refused != nil {
+			ca.refusedEndorsed = append(ca.refusedEndorsed, refused)
+		} else {
+			ca.trusted = append(ca.trusted, c)
+		}
+	}
+	if ca.bundle, err = cert.EncodeCertificates(ca.trusted...); err != nil {
 		return nil, err
 	}
-	return &authority{
-		secret: secret, signer: signer, key: key,
-		trusted: accepted, bundle: bundle, endorsements: secret.Data[endorsementsKey], foreign: foreign,
-	}, nil
+	return ca, nil
 }
 
 // trustDecision splits the CAs of trusted.crt into those signer vouches
@@ -259,7 +384,7 @@ func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificat
 	template := &x509.Certificate{
 		SerialNumber: serial,
 		// The time tells the CAs of a bundle apart for a human reader.
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("sample-controller-webhook-ca@%d", now.Unix())},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s%d", caCommonNamePrefix, now.Unix())},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,

@@ -25,6 +25,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"math/big"
 	"net"
@@ -355,6 +356,45 @@ func testCA(t *testing.T, name string, notBefore, notAfter time.Time) (certPEM, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM, keyPEM
+}
+
+// replicaTemplate is the CA a replica of this controller makes at madeAt
+// with testCAValidity, written out here rather than taken from
+// newAuthority: valid from an hour before, named for the Unix time.
+func replicaTemplate(madeAt time.Time) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          big.NewInt(madeAt.UnixNano()),
+		Subject:               pkix.Name{CommonName: "sample-controller-webhook-ca@" + strconv.FormatInt(madeAt.Unix(), 10)},
+		NotBefore:             madeAt.Add(-time.Hour),
+		NotAfter:              madeAt.Add(testCAValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+}
+
+// replicaCA makes the CA another replica makes at madeAt, in PEM.
+func replicaCA(t *testing.T, madeAt time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return selfSigned(t, key, replicaTemplate(madeAt))
+}
+
+// selfSigned makes a CA of template signed by key itself, in PEM.
+func selfSigned(t *testing.T, key crypto.Signer, template *x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,12 @@ limitations under the License.
 //     rotated or revoked.
 //   - The CRD's caBundle is a copy of the CAs of trusted.crt the signing key
 //     vouches for: a CA someone else wrote there, without the key, never
-//     reaches it, and is reported (trustDecision, remember). Any replica
-//     may write it, and only when it differs, so at rest nothing is written.
+//     reaches it, and is reported (trustDecision, remember). Nor does a CA
+//     this controller could not have made (rules: its key type, subject,
+//     start and lifetime), signing or endorsed: a signing CA swapped in by
+//     whoever can update the Secret is reported, and the replicas keep the
+//     CAs they had and write nothing (keepWhatItHad). Any replica may write
+//     the caBundle, and only when it differs, so at rest nothing is written.
 //   - The serving certificate (the leaf) is generated in memory by each
 //     replica from the signing CA, and never stored: a replica that starts
 //     signs its own.
@@ -164,9 +168,12 @@ type Manager struct {
 	signerSeen   []byte
 	signerSeenAt time.Time
 	// known is the CAs the Secret last read trusted, carried into a Secret
-	// created again (createAuthority); reported is the fingerprints of the
-	// foreign CAs of trusted.crt a Warning event has named (remember).
+	// created again (createAuthority); good is that Secret's CA, served
+	// from while the Secret's signing CA is refused (keepWhatItHad);
+	// reported is the CAs of the Secret a Warning event has named
+	// (remember), by role and fingerprint.
 	known    []*x509.Certificate
+	good     *authority
 	reported map[string]bool
 	// events records the Warning on the Secret for a foreign CA; nil until
 	// Run, and in tests that set none.

@@ -365,7 +365,7 @@ func TestStaleSecretCacheDoesNotTakeANewCAOutOfTheCABundle(t *testing.T) {
 
 	// Another replica put a new CA in the Secret and the caBundle; m sees
 	// the CRD's event before the Secret's.
-	newCAPEM, newKeyPEM := testCA(t, "another replica's CA", t0.Add(-time.Hour), t0.Add(299*time.Hour))
+	newCAPEM, newKeyPEM := replicaCA(t, t0.Add(time.Minute))
 	trusted := slices.Concat(newCAPEM, oldCAPEM)
 	secret := f.secret(t).DeepCopy()
 	secret.Data = map[string][]byte{"ca.crt": newCAPEM, "ca.key": newKeyPEM, "trusted.crt": trusted,

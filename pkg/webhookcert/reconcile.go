@@ -114,6 +114,9 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	m.remember(ctx, ca)
+	if ca.refused != nil {
+		return m.keepWhatItHad(ctx, now, ca, observed)
+	}
 	if ca, err = m.finishRevocation(ctx, ca, now); err != nil {
 		return 0, err
 	}
@@ -127,6 +130,39 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	return m.nextDeadline(now, ca), nil
+}
+
+// keepWhatItHad is sync for a Secret whose signing CA this controller
+// could not have made (rules), which remember has reported. The replica
+// writes nothing. Not the Secret: repairing it would hide what someone else
+// wrote there, who must be found first; revoke-now replaces it on request
+// (ensureAuthority). Not the caBundle: replicas whose options differ (in a
+// rollout that lowers the CA validity, say) judge the CA differently, and
+// writing each its own would make them fight; no replica puts a refused CA
+// there. It serves on from the CA it last trusted, held in memory, while
+// the caBundle holds that. A replica started since has none: it serves a
+// leaf of the refused CA only if the caBundle already trusts it, which
+// widens no trust and lets such a rollout go on; else it waits, unready,
+// saying why.
+func (m *Manager) keepWhatItHad(
+	ctx context.Context, now time.Time, ca *authority, observed []*x509.Certificate,
+) (time.Duration, error) {
+	m.mu.Lock()
+	serving := m.good
+	m.mu.Unlock()
+	if serving == nil {
+		serving = ca
+	}
+	if err := m.updateLeaf(ctx, now, serving, observed); err != nil {
+		return 0, fmt.Errorf("%w; the signing CA of Secret %s/%s is refused: %s",
+			err, m.o.Namespace, m.o.SecretName, ca.refused.detail)
+	}
+	return m.nextDeadline(now, serving), nil
+}
+
+// rules are what a CA must be for this manager to trust it, now.
+func (m *Manager) rules(now time.Time) rules {
+	return rules{now: now, validity: m.o.CAValidity}
 }
 
 // cachedCRD returns the CRD from the informer's cache, nil if there is none.
@@ -191,7 +227,9 @@ func parseBundle(bundle []byte) []*x509.Certificate {
 
 // ensureAuthority returns the CA of secret (nil: there is none yet),
 // creating or rotating it as needed: when it is two thirds through its life,
-// or when an operator asks for its revocation (RevokeAnnotation). A create
+// or when an operator asks for its revocation (RevokeAnnotation). A signing
+// CA this controller could not have made (rules) is returned refused, and
+// replaced only on an operator's request. A create
 // that finds the Secret exists, or an update that finds it changed, means
 // another replica wrote it first: its Secret is read and judged afresh.
 func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, now time.Time) (*authority, error) {
@@ -210,14 +248,17 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, no
 			}
 			logger.V(2).Info("Another replica created the CA Secret first, adopting its CA")
 		} else {
-			if ca, err = parseAuthority(secret); err != nil {
+			if ca, err = parseAuthority(secret, m.rules(now)); err != nil {
 				// It might be someone else's Secret: never overwrite it.
 				return nil, fmt.Errorf("secret %s/%s holds no CA this manager can use, leaving it as it is: %w",
 					m.o.Namespace, m.o.SecretName, err)
 			}
 			ca.fromAPI = fromAPI
 			request := revokeRequest(secret)
-			if now.Before(renewAt(ca.signer)) && request == "" {
+			// A refused CA is not rotated when due: a rotation would
+			// quietly replace what someone else wrote, and endorse
+			// nothing of theirs anyway.
+			if request == "" && (ca.refused != nil || now.Before(renewAt(ca.signer))) {
 				return ca, nil
 			}
 			if ca, err = m.rotateAuthority(ctx, ca, now, request); err == nil {
@@ -272,7 +313,8 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 
 // rotateAuthority replaces the signing CA of old by a new one, trusted
 // first, and keeps trusting old's trusted CAs that have not expired (its
-// foreign ones are left behind). With a revocation request (revokeRequest),
+// foreign and refused ones are left behind; for a refused signing CA, the
+// CAs this replica last trusted). With a revocation request (revokeRequest),
 // it marks the Secret RevokingAnnotation: those old CAs are then dropped
 // once every replica serves the new one (finishRevocation). The update
 // carries the resourceVersion read: if another replica rotated meanwhile,
@@ -280,7 +322,16 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 func (m *Manager) rotateAuthority(
 	ctx context.Context, old *authority, now time.Time, request string,
 ) (*authority, error) {
-	ca, err := newAuthority(now, m.o.CAValidity, old.trusted)
+	keep := old.trusted
+	if old.refused != nil {
+		// A refused CA trusts nothing; what this replica last trusted
+		// keeps the leaves being served good, until the revocation drops
+		// it too.
+		m.mu.Lock()
+		keep = m.known
+		m.mu.Unlock()
+	}
+	ca, err := newAuthority(now, m.o.CAValidity, keep)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,11 @@ const (
 // CA in trusted.crt that the signing CA did not endorse.
 const ReasonForeignCA = "ForeignCA"
 
+// ReasonRefusedCA is the reason of the Warning event on the CA Secret for a
+// CA, signing or endorsed, that this controller could not have made (an RSA
+// key, say, or a lifetime beyond the CA validity).
+const ReasonRefusedCA = "RefusedCA"
+
 // revokeGrace is how long a replica that serves a certificate of the new CA
 // waits, after it first saw the caBundle trust that CA, before it drops the
 // revoked CAs. Every other replica sees that caBundle through its own watch
@@ -66,36 +71,97 @@ func revokeRequest(secret *corev1.Secret) string {
 	return request
 }
 
-// remember keeps the CAs ca trusts, for a Secret created again
-// (createAuthority), and reports the CAs of trusted.crt it does not trust:
-// the metric counts them at every reconcile, a Warning event on the Secret
-// names each once for as long as it stays there.
+// remember keeps the CAs ca trusts, and ca itself, for a Secret created
+// again (createAuthority) or refused later (keepWhatItHad), unless its
+// signing CA is refused; and reports the CAs of the Secret it does not
+// trust: those of trusted.crt the signing CA did not endorse (foreign), and
+// those this controller could not have made (refused). The metrics count
+// them at every reconcile; a Warning event on the Secret names each once
+// for as long as it stays there.
 func (m *Manager) remember(ctx context.Context, ca *authority) {
+	logger := klog.FromContext(ctx)
 	metrics.WebhookForeignCAs.Set(float64(len(ca.foreign)))
+	type refused struct {
+		role string
+		*refusal
+	}
+	var refusals []refused
+	if ca.refused != nil {
+		refusals = append(refusals, refused{roleSigning, ca.refused})
+	}
+	for _, r := range ca.refusedEndorsed {
+		refusals = append(refusals, refused{roleEndorsed, r})
+	}
+	// Every series, 0 included, so that a dashboard tells "none" from "not
+	// read yet".
+	for _, role := range []string{roleSigning, roleEndorsed} {
+		for _, reason := range refusedReasons {
+			n := 0
+			for _, r := range refusals {
+				if r.role == role && r.reason == reason {
+					n++
+				}
+			}
+			metrics.WebhookRefusedCAs.WithLabelValues(role, reason).Set(float64(n))
+		}
+	}
+
 	m.mu.Lock()
-	m.known = ca.trusted
+	defer m.mu.Unlock()
+	if ca.refused == nil {
+		m.known, m.good = ca.trusted, ca
+	}
 	present := map[string]bool{}
+	// once reports what key names once, for as long as it stays.
+	once := func(key string) bool {
+		present[key] = true
+		if m.reported[key] {
+			return false
+		}
+		m.reported[key] = true
+		return m.events != nil && ca.secret != nil
+	}
 	for _, c := range ca.foreign {
 		sum := fingerprint(c)
-		present[sum] = true
-		if !m.reported[sum] {
-			m.reported[sum] = true
-			klog.FromContext(ctx).Info("Leaving out of the caBundle a CA the signing CA did not endorse",
+		if !m.reported["foreign "+sum] {
+			logger.Info("Leaving out of the caBundle a CA the signing CA did not endorse",
 				"subject", c.Subject.String(), "sha256", sum)
-			if m.events != nil && ca.secret != nil {
-				m.events.Eventf(ca.secret, corev1.EventTypeWarning, ReasonForeignCA,
-					"%s holds CA %q (SHA-256 %s), which the signing CA did not endorse: it is left out of the "+
-						"caBundle of CRD %s. Someone other than the controller wrote it; remove it from the Secret.",
-					trustedKey, c.Subject.String(), sum, m.o.CRDName)
-			}
+		}
+		if once("foreign " + sum) {
+			m.events.Eventf(ca.secret, corev1.EventTypeWarning, ReasonForeignCA,
+				"%s holds CA %q (SHA-256 %s), which the signing CA did not endorse: it is left out of the "+
+					"caBundle of CRD %s. Someone other than the controller wrote it; remove it from the Secret.",
+				trustedKey, c.Subject.String(), sum, m.o.CRDName)
 		}
 	}
-	for sum := range m.reported {
-		if !present[sum] {
-			delete(m.reported, sum) // gone: reported again should it come back
+	for _, r := range refusals {
+		sum := fingerprint(r.cert)
+		key := r.role + " " + sum
+		if !m.reported[key] {
+			logger.Info("Refusing a CA of the Secret that the controller could not have made", "ca", r.role,
+				"subject", r.cert.Subject.String(), "sha256", sum, "reason", r.reason, "detail", r.detail)
+		}
+		if !once(key) {
+			continue
+		}
+		if r.role == roleSigning {
+			m.events.Eventf(ca.secret, corev1.EventTypeWarning, ReasonRefusedCA,
+				"%s holds CA %q (SHA-256 %s), which the controller could not have made: %s. It is not trusted: "+
+					"the caBundle of CRD %s keeps the CAs it had, and nothing is written. Find who wrote the "+
+					"Secret, then revoke the CA.",
+				caCertKey, r.cert.Subject.String(), sum, r.detail, m.o.CRDName)
+		} else {
+			m.events.Eventf(ca.secret, corev1.EventTypeWarning, ReasonRefusedCA,
+				"%s holds CA %q (SHA-256 %s), endorsed by the signing CA, which the controller could not have "+
+					"made: %s. It is left out of the caBundle of CRD %s. Find who wrote the Secret, then revoke the CA.",
+				trustedKey, r.cert.Subject.String(), sum, r.detail, m.o.CRDName)
 		}
 	}
-	m.mu.Unlock()
+	for key := range m.reported {
+		if !present[key] {
+			delete(m.reported, key) // gone: reported again should it come back
+		}
+	}
 }
 
 // finishRevocation drops every CA but the signing one from trusted.crt once
@@ -125,7 +191,7 @@ func (m *Manager) finishRevocation(ctx context.Context, ca *authority, now time.
 	if err != nil {
 		return nil, fmt.Errorf("dropping the revoked CAs from Secret %s/%s: %w", m.o.Namespace, m.o.SecretName, err)
 	}
-	revoked, err := parseAuthority(updated)
+	revoked, err := parseAuthority(updated, m.rules(now))
 	if err != nil {
 		return nil, err
 	}

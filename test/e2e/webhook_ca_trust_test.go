@@ -20,7 +20,7 @@ package e2e
 
 // Only the controller's own CAs are trusted (pkg/webhookcert): a CA written
 // into the CA Secret by hand, or into the CRD's caBundle, never reaches the
-// caBundle; revoke-now moves every replica to a new CA and drops the old,
+// caBundle, nor does a signing CA the controller could not have made; revoke-now moves every replica to a new CA and drops the old,
 // without a failed read.
 
 import (
@@ -29,6 +29,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -365,4 +366,116 @@ func mustSecret(t *testing.T, ns, name string) *corev1.Secret {
 func sha256Of(c *x509.Certificate) []byte {
 	sum := sha256.Sum256(c.Raw)
 	return sum[:]
+}
+
+// A signing CA swapped into the Secret that the controller could not have
+// made (an RSA 1024-bit key, under the controller's own subject) is
+// refused: a Warning event RefusedCA and samplecontroller_webhook_refused_cas
+// report it, the caBundle keeps the CA it had, and reads go on. Revoke-now
+// replaces it by a CA of the controller's.
+func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
+	ns := newNamespace(t, "swapped-ca")
+	ensureStandardCRD(t)
+	secretName := "swapped-ca"
+	secrets := cluster.Kube.CoreV1().Secrets(ns)
+	c := startController(t, "controller", controllerArgs(ns, "-webhook-namespace="+ns, "-webhook-ca-secret="+secretName)...)
+	waitControllerReady(t, c)
+	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
+	signer := caOf(t, ns, secretName)
+	reader := startAlphaReader(t, ns, foo.Name)
+	ctx := context.Background()
+	bundle, err := crdCABundle(ctx, t)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: fmt.Sprintf("sample-controller-webhook-ca@%d", time.Now().Unix())},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swappedPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	secret, err := secrets.Get(ctx, secretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = map[string][]byte{"ca.crt": swappedPEM, "ca.key": keyPEM, "trusted.crt": swappedPEM}
+	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
+		events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonRefusedCA)
+		if err != nil || len(events) == 0 {
+			return false, err
+		}
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		if err != nil {
+			return false, err
+		}
+		refused := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(l map[string]string) bool {
+			return l["ca"] == "signing" && l["reason"] == "key"
+		})
+		all := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(map[string]string) bool { return true })
+		if refused != 1 || all != 1 {
+			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v signing/key, %v in all; want 1 and 1", refused, all)
+		}
+		return true, nil
+	})
+	reader.readsMore(t, "with a weak CA swapped into the Secret")
+	events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonRefusedCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessage := fmt.Sprintf("ca.crt holds CA %q (SHA-256 %x), which the controller could not have made: its key is "+
+		"RSA 1024-bit, not ECDSA P-256. It is not trusted: the caBundle of CRD %s keeps the CAs it had, and nothing is "+
+		"written. Find who wrote the Secret, then revoke the CA.",
+		swapped.Subject.String(), sha256Of(swapped), samplecontroller.FooCRDName)
+	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Message != wantMessage {
+		t.Errorf("events on the Secret: %s\nwant one Warning: %s", describeEvents(events), wantMessage)
+	}
+	if got, err := crdCABundle(ctx, t); err != nil || !bytes.Equal(got, bundle) {
+		t.Errorf("caBundle holds %q, want the signing CA %s alone, as before (%v)", subjects(certsOf(t, got)),
+			signer.Subject.CommonName, err)
+	}
+
+	request := time.Now().UTC().Format(time.RFC3339)
+	kubectl(t, "annotate", "secret", secretName, "-n", ns, webhookcert.RevokeAnnotation+"="+request, "--overwrite")
+	eventually(t, 3*time.Minute, "the swapped CA replaced and the revocation done", func(ctx context.Context) (bool, error) {
+		s, err := secrets.Get(ctx, secretName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got := s.Annotations[webhookcert.RevokedAnnotation]; got != request {
+			return false, fmt.Errorf("%s is %q, want %q", webhookcert.RevokedAnnotation, got, request)
+		}
+		next := caOf(t, ns, secretName)
+		got, err := crdCABundle(ctx, t)
+		if err != nil || next.Equal(swapped) || next.Equal(signer) || !bytes.Equal(got, s.Data["trusted.crt"]) ||
+			len(certsOf(t, got)) != 1 {
+			return false, fmt.Errorf("caBundle holds %q, want the new CA alone (%v)", subjects(certsOf(t, got)), err)
+		}
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		if err != nil {
+			return false, err
+		}
+		if all := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(map[string]string) bool { return true }); all != 0 {
+			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v, want 0", all)
+		}
+		return true, nil
+	})
+	reader.readsMore(t, "through the revocation of the swapped CA")
 }

@@ -52,6 +52,7 @@ func ownSeries(t *testing.T) []string {
 	// A vector serves nothing until it has a child.
 	metrics.ObserveSync(nil, 0)
 	metrics.EventsDropped.WithLabelValues("Normal")
+	metrics.WebhookRefusedCAs.WithLabelValues("signing", "key")
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if err := indexer.Add(testfixtures.NewFoo("test", 1)); err != nil {
 		t.Fatal(err)
