@@ -48,7 +48,7 @@ const (
 // those are not copied but generated again in the copy from its own types.
 func isGenerated(rel string) bool {
 	return strings.HasPrefix(rel, "pkg/generated/") || strings.HasPrefix(filepath.Base(rel), "zz_generated.") ||
-		rel == "artifacts/examples/crd.yaml"
+		rel == "artifacts/examples/crd.yaml" || rel == "artifacts/deploy/owned-policy.yaml"
 }
 
 // templateFiles lists the template's files to copy, relative to root, with

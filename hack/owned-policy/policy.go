@@ -87,8 +87,8 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 			// their keys, which the type checker, knowing the kind's
 			// fields, would not.
 			Variables: []admissionv1.Variable{
-				{Name: "object", Expression: "request.operation == 'DELETE' ? {} : dyn(object)"},
-				{Name: "oldObject", Expression: "request.operation == 'CREATE' ? {} : dyn(oldObject)"},
+				{Name: "object", Expression: "request.operation == 'DELETE' ? dyn({}) : dyn(object)"},
+				{Name: "oldObject", Expression: "request.operation == 'CREATE' ? dyn({}) : dyn(oldObject)"},
 				{Name: "controlledByOwner", Expression: w.controlledBy("variables.object")},
 				{Name: "wasControlledByOwner", Expression: w.controlledBy("variables.oldObject")},
 			},
@@ -150,7 +150,7 @@ type walker struct {
 // or the others whole: the controller reference's apiVersion may move to
 // a newer version of its owner's API.
 func refs(obj string, controller bool) string {
-	refs := obj + "[?'metadata'][?'ownerReferences'].orValue([])"
+	refs := "dyn(" + obj + "[?'metadata'][?'ownerReferences'].orValue([]))"
 	if controller {
 		return refs + ".filter(r, r[?'controller'].orValue(false) == true).map(r, r.uid)"
 	}
@@ -163,7 +163,7 @@ var serverWritten = []string{"resourceVersion", "generation", "managedFields"}
 
 // controlledBy is whether obj has a controller reference to an owner.
 func (w *walker) controlledBy(obj string) string {
-	return fmt.Sprintf("%s[?'metadata'][?'ownerReferences'].orValue([]).exists(r, r[?'controller'].orValue(false) == true && "+
+	return fmt.Sprintf("dyn(%s[?'metadata'][?'ownerReferences'].orValue([])).exists(r, r[?'controller'].orValue(false) == true && "+
 		"r[?'kind'].orValue('') == '%s' && r[?'apiVersion'].orValue('').startsWith('%s/'))", obj, w.owner.Kind, w.owner.Group)
 }
 
@@ -178,10 +178,12 @@ func (w *walker) level(path, obj, old string, p1, p2 any) error {
 		v2, _ := p2.([]any)
 		return w.listLevel(path, obj, old, v1, v2)
 	default:
+		// obj is optional here: the field may be missing.
 		if equalJSON(p1, p2) {
 			lit := literal(p1)
-			w.create = append(w.create, rule{obj + " == " + lit, fmt.Sprintf("%s must be %s", display(path), lit)})
-			w.update = append(w.update, rule{obj + " == " + lit, fmt.Sprintf("%s must stay %s", display(path), lit)})
+			expr := fmt.Sprintf("(%s.hasValue() && %s.value() == %s)", obj, obj, lit)
+			w.create = append(w.create, rule{expr, fmt.Sprintf("%s must be %s", display(path), lit)})
+			w.update = append(w.update, rule{expr, fmt.Sprintf("%s must stay %s", display(path), lit)})
 		}
 		return nil
 	}
@@ -225,15 +227,16 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 		if varying[child] {
 			continue
 		}
-		empty := "null"
+		// A map or list as a dyn, {} or [] where missing; a scalar as an
+		// optional.
+		childObj, childOld := fmt.Sprintf("%s[?%s]", obj, literal(k)), fmt.Sprintf("%s[?%s]", old, literal(k))
 		switch v1[k].(type) {
 		case map[string]any:
-			empty = "{}"
+			childObj, childOld = "dyn("+childObj+".orValue({}))", "dyn("+childOld+".orValue({}))"
 		case []any:
-			empty = "[]"
+			childObj, childOld = "dyn("+childObj+".orValue([]))", "dyn("+childOld+".orValue([]))"
 		}
-		if err := w.level(child, fmt.Sprintf("%s[?%s].orValue(%s)", obj, literal(k), empty),
-			fmt.Sprintf("%s[?%s].orValue(%s)", old, literal(k), empty), v1[k], v2[k]); err != nil {
+		if err := w.level(child, childObj, childOld, v1[k], v2[k]); err != nil {
 			return err
 		}
 	}
