@@ -388,7 +388,7 @@ const ownNamespaceRefusal = "in its own namespace the " + samplecontroller.Contr
 // The deployed ServiceAccount can no longer create, change or delete a
 // Deployment in its own namespace, the controller's own among them, with
 // which a stolen token would outlive itself as a pod of that account; it
-// still may in any other namespace, where Foos get their Deployments.
+// still may create a Foo's Deployment in any other namespace.
 // Dry runs: admission runs, nothing is stored.
 func TestOwnNamespacePolicyKeepsTheServiceAccountsDeploymentsOut(t *testing.T) {
 	ensureStandardCRD(t)
@@ -405,7 +405,7 @@ func TestOwnNamespacePolicyKeepsTheServiceAccountsDeploymentsOut(t *testing.T) {
 		call func() error
 	}{
 		{"create a Deployment in " + deployNamespace, func() error {
-			_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, unmanagedDeployment(deployNamespace, "planted", 1),
+			_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, fooDeployment(t, deployNamespace, "planted"),
 				metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
@@ -419,12 +419,20 @@ func TestOwnNamespacePolicyKeepsTheServiceAccountsDeploymentsOut(t *testing.T) {
 			return saKube.AppsV1().Deployments(deployNamespace).Delete(ctx, deployName, metav1.DeleteOptions{DryRun: dryRun})
 		}},
 	}
-	for _, r := range refused {
-		if problem := refusalBy(samplecontroller.OwnNamespacePolicyName, r.call(), ownNamespaceRefusal); problem != nil {
+	for i, r := range refused {
+		err := r.call()
+		problem := refusalBy(samplecontroller.OwnNamespacePolicyName, err, ownNamespaceRefusal)
+		if i > 0 {
+			// The controller's own Deployment is no Foo's: the owned-object
+			// policy refuses its writes too.
+			problem = refusalByEither(err, samplecontroller.OwnNamespacePolicyName, ownNamespaceRefusal,
+				deploymentsPolicy, "a Deployment a Foo controls")
+		}
+		if problem != nil {
 			t.Errorf("%s as %s: %v", r.what, deployServiceAccount, problem)
 		}
 	}
-	if _, err := saKube.AppsV1().Deployments(other).Create(ctx, unmanagedDeployment(other, "elsewhere", 1),
+	if _, err := saKube.AppsV1().Deployments(other).Create(ctx, fooDeployment(t, other, "elsewhere"),
 		metav1.CreateOptions{DryRun: dryRun}); err != nil {
 		t.Errorf("create a Deployment in %s as %s: %v, want it admitted", other, deployServiceAccount, err)
 	}
@@ -437,7 +445,7 @@ func TestOwnNamespacePolicyKeepsTheServiceAccountsDeploymentsOut(t *testing.T) {
 func waitOwnNamespacePolicyInForce(t *testing.T, saKube kubernetes.Interface) {
 	t.Helper()
 	eventually(t, convergeTimeout, "policy "+samplecontroller.OwnNamespacePolicyName+" in force", func(ctx context.Context) (bool, error) {
-		_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, unmanagedDeployment(deployNamespace, "policy-probe", 1),
+		_, err := saKube.AppsV1().Deployments(deployNamespace).Create(ctx, fooDeployment(t, deployNamespace, "policy-probe"),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if problem := refusalBy(samplecontroller.OwnNamespacePolicyName, err, ownNamespaceRefusal); problem != nil {
 			return false, problem

@@ -194,6 +194,32 @@ func TestDeploymentPolicyLetsTheServiceAccountDoAFoosWorkAlone(t *testing.T) {
 	}
 }
 
+// fooDeployment is the Deployment a Foo named name in ns asks for, as the
+// controller builds it: what the owned-object policy admits of the
+// ServiceAccount. The Foo need not exist: admission reads the controller
+// reference alone.
+func fooDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	foo := newFoo(ns, name, name, int32p(1))
+	foo.UID = types.UID("uid-" + name)
+	d := &appsv1.Deployment{}
+	if err := owned.ToObject(desired.DeploymentFor(foo), d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// refusalByEither says why err is the refusal of neither the policy first
+// nor second with their messages (nil if it is one of them): a write that
+// both refuse is refused by whichever the API server asks first.
+func refusalByEither(err error, first, firstMessage, second, secondMessage string) error {
+	problem := refusalBy(first, err, firstMessage)
+	if problem == nil || refusalBy(second, err, secondMessage) == nil {
+		return nil
+	}
+	return problem
+}
+
 // deniedWrites lists the Warning events the controller recorded about a
 // refused write in ns, "" if none.
 func deniedWrites(t *testing.T, ns string) string {
