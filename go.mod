@@ -2,6 +2,8 @@ module github.com/kube-samples/sample-controller
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.93.1

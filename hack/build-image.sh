@@ -2,8 +2,8 @@
 # Usage: hack/build-image.sh [-push REGISTRY/REPO:TAG]
 #
 # Builds the controller's container image the way ko does, with no daemon,
-# no registry and no Dockerfile: the controller built static (CGO_ENABLED=0,
-# as the Dockerfile builds it) into _output/image/<name>, wrapped by
+# no registry and no Dockerfile: the controller built static (CGO_ENABLED=0)
+# into _output/image/<name>, wrapped by
 # hack/tools/image in one layer, entrypoint the binary, user 65532, nothing
 # else in it (no shell). <name> is the last element of the module path
 # (sample-controller; a copy made by hack/new-controller gets its own).
@@ -35,8 +35,9 @@ flock 9
 # The tool, per worktree (not in the shared _output/bin).
 go -C "${ROOT}/hack/tools" build -o "${OUT}/image-tool" ./image
 
-# Static, with reproducible paths and without symbol table and DWARF, as
-# the Dockerfile builds it.
+# Static (no cgo, so it runs with no libc in the image), with reproducible
+# paths (-trimpath) and without symbol table and DWARF (-s -w), to keep the
+# image small.
 bindir="$(mktemp -d "${OUT}/build.XXXXXX")"
 trap 'rm -rf "${bindir}"' EXIT
 (cd "${SOURCE}" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${bindir}/${NAME}" .)

@@ -167,7 +167,7 @@ func serveWithTLS(
 func serveOn(
 	ctx context.Context, name string, ln net.Listener, handler http.Handler, tlsConfig *tls.Config, lim limits,
 ) {
-	ln = limitConnections(ln, lim.maxConns)
+	ln = limitConnections(ln, lim)
 	scheme := "http"
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
@@ -182,6 +182,9 @@ func serveOn(
 		IdleTimeout:       lim.idle,
 		// Handlers log with the server's logger (klog.FromContext).
 		BaseContext: func(net.Listener) context.Context { return klog.NewContext(context.Background(), logger) },
+	}
+	if lim.shed {
+		trackServing(srv)
 	}
 	go func() {
 		<-ctx.Done()

@@ -97,6 +97,8 @@ func applyDeployArtifacts(t *testing.T) string {
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.CRDWritePolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		}
 		for _, r := range desired.Registrations {

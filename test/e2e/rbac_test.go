@@ -61,11 +61,12 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	if got := review.Status.UserInfo.Username; got != wantUser {
 		t.Fatalf("the token kubeconfig authenticates as %q, want %q", got, wantUser)
 	}
-	// The controller's caBundle write, and its Lease, Secret and Events in
-	// its own namespace, below, must pass the admission policies: they are
-	// in force before the controller starts.
+	// The controller's caBundle write, and its Lease, Secret, ConfigMap
+	// and Events in its own namespace, below, must pass the admission
+	// policies: they are in force before the controller starts.
 	waitCRDWritePolicyInForce(t, crdsAs(t, kubeconfig))
 	waitOwnNamespacePolicyInForce(t, saKube)
+	waitOwnNamesPolicyInForce(t, saKube) // its Lease, Secret and ConfigMap, created below, by name
 
 	// The leader election Role allows get and update of the Lease named
 	// sample-controller only, so this controller uses the default

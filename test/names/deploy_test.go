@@ -99,6 +99,8 @@ func deployFiles() map[string]deployObject {
 		"crd-policybinding.yaml":           object("ValidatingAdmissionPolicyBinding", samplecontroller.CRDWritePolicyName),
 		"namespace-policy.yaml":            object("ValidatingAdmissionPolicy", samplecontroller.OwnNamespacePolicyName),
 		"namespace-policybinding.yaml":     object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamespacePolicyName),
+		"names-policy.yaml":                object("ValidatingAdmissionPolicy", samplecontroller.OwnNamesPolicyName),
+		"names-policybinding.yaml":         object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamesPolicyName),
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package names ties every name that must be spelled out where Go cannot be
-// imported (the YAML of artifacts/deploy, the Dockerfile, the Makefile, the
+// imported (the YAML of artifacts/deploy, the Makefile, the
 // scripts of hack/) to its one source in Go: the controller's name
 // (samplecontroller.ControllerName), the API group, kind and resource, the
 // default Lease. A rename that edits one side and misses the other fails

@@ -18,12 +18,15 @@ package names
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 )
@@ -31,7 +34,7 @@ import (
 // The NetworkPolicy selects the Deployment's pods, and lets in exactly two
 // things: anyone to the port the webhook Service targets, and the scrapers'
 // namespaces (the label docs/security.md tells a user to set) to the port the
-// metrics Service targets. Ingress only, and no other port: a port renamed
+// metrics Service targets. No other port in: a port renamed
 // in the Deployment or a Service, or a selector out of step, and the API
 // server's conversion calls or Prometheus' scrapes are dropped on a cluster
 // that enforces it.
@@ -51,11 +54,8 @@ func TestNetworkPolicyLetsInOnlyWhatEachPortIsFor(t *testing.T) {
 		t.Errorf("%s: podSelector %+v, want the Deployment's selector %v (its pods carry %v)",
 			path, np.Spec.PodSelector, d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
-		t.Errorf("%s: policyTypes %v, want [Ingress] (egress goes to the API server, not restricted)", path, np.Spec.PolicyTypes)
-	}
-	if len(np.Spec.Egress) != 0 {
-		t.Errorf("%s: egress rules %+v, want none", path, np.Spec.Egress)
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("%s: policyTypes %v, want [Ingress Egress]", path, np.Spec.PolicyTypes)
 	}
 
 	// Each Service's one port targets a named container port of the
@@ -121,5 +121,30 @@ func TestNetworkPolicyLetsInOnlyWhatEachPortIsFor(t *testing.T) {
 	}
 	if _, ok := containerPorts["health"]; !ok {
 		t.Errorf("%s/deployment.yaml: no port named health, which the policy's comment and docs/security.md name", deployDir)
+	}
+}
+
+// Egress is what docs/security.md says: TCP to ports 443 and 6443 alone,
+// where the API server listens, to any address but the link-local ranges,
+// where clouds serve instance metadata (169.254.169.254, and fd00:ec2::254
+// on AWS over IPv6). No DNS (port 53): in a pod the controller reaches the
+// API server by the address in KUBERNETES_SERVICE_HOST.
+func TestNetworkPolicyLetsOutTheAPIServersPortsButNotMetadata(t *testing.T) {
+	var np networkingv1.NetworkPolicy
+	decode(t, "networkpolicy.yaml", &np)
+	path := deployDir + "/networkpolicy.yaml"
+	tcp := corev1.ProtocolTCP
+	want := []networkingv1.NetworkPolicyEgressRule{{
+		To: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"169.254.0.0/16"}}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fe80::/10", "fd00:ec2::254/128"}}},
+		},
+		Ports: []networkingv1.NetworkPolicyPort{
+			{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(443))},
+			{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(6443))},
+		},
+	}}
+	if !reflect.DeepEqual(np.Spec.Egress, want) {
+		t.Errorf("%s: egress %s, want %s", path, dump(np.Spec.Egress), dump(want))
 	}
 }

@@ -40,6 +40,14 @@ const CRDWritePolicyName = ControllerName + "-crd-writes"
 // write nothing in its own namespace but its Lease, its CA Secret and Events.
 const OwnNamespacePolicyName = ControllerName + "-own-namespace"
 
+// OwnNamesPolicyName names the ValidatingAdmissionPolicy of
+// artifacts/deploy, and its binding, that let the controller's
+// ServiceAccount create no Secret, ConfigMap or Lease but its own:
+// WebhookCASecretName, MetricsCAConfigMapName and the leader election Lease
+// (ControllerName, the default -leader-elect-id). RBAC cannot name an object
+// being created; the policy can.
+const OwnNamesPolicyName = ControllerName + "-own-names"
+
 // The conversion webhook's names. The CRD reaches every replica's webhook
 // through WebhookServiceName in the controller's namespace; the CA the
 // replicas sign their serving certificates with, and that the CRD's caBundle
