@@ -412,12 +412,12 @@ func (s *streamedReview) readRequest() error {
 }
 
 // decodeString decodes a string field that the answer echoes or a message
-// quotes, reading no more than max bytes of it as sent (and a little for
+// quotes, reading no more than limit bytes of it as sent (and a little for
 // the colon and blanks before it): a longer one is refused before it is
 // read whole.
-func (s *streamedReview) decodeString(into *string, field string, max int) error {
-	tooLarge := &fieldTooLargeError{field: field, max: max}
-	err := s.decodeBounded(into, int64(max)+fieldSlack, tooLarge)
+func (s *streamedReview) decodeString(into *string, field string, limit int) error {
+	tooLarge := &fieldTooLargeError{field: field, max: limit}
+	err := s.decodeBounded(into, int64(limit)+fieldSlack, tooLarge)
 	if err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -427,7 +427,7 @@ func (s *streamedReview) decodeString(into *string, field string, max int) error
 	}
 	// As sent it may have been escaped: what is written back is what
 	// counts.
-	if len(*into) > max {
+	if len(*into) > limit {
 		return tooLarge
 	}
 	return nil
@@ -437,10 +437,10 @@ func (s *streamedReview) decodeString(into *string, field string, max int) error
 // its quotes, the colon before it and a blank or two.
 const fieldSlack = 8
 
-// decodeBounded decodes the next value into v, reading at most max bytes
+// decodeBounded decodes the next value into v, reading at most limit bytes
 // past the end of the last token; past it, the decoder is told tooLarge.
-func (s *streamedReview) decodeBounded(v any, max int64, tooLarge error) error {
-	s.values.stopAt, s.values.tooLarge = s.dec.InputOffset()+max, tooLarge
+func (s *streamedReview) decodeBounded(v any, limit int64, tooLarge error) error {
+	s.values.stopAt, s.values.tooLarge = s.dec.InputOffset()+limit, tooLarge
 	defer func() { s.values.stopAt = -1 }()
 	return s.dec.Decode(v)
 }
