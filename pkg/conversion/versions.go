@@ -27,7 +27,10 @@ limitations under the License.
 package conversion
 
 import (
+	"bytes"
+	stdjson "encoding/json"
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/json"
 
@@ -87,11 +90,11 @@ func Convert(data []byte, to string) ([]byte, error) {
 	}
 	from, ok := versions[meta.APIVersion]
 	if !ok {
-		return nil, fmt.Errorf("cannot convert from %q: not a served version of Foo", meta.APIVersion)
+		return nil, fmt.Errorf("cannot convert from %s: not a served version of Foo", quote(meta.APIVersion))
 	}
 	into, ok := versions[to]
 	if !ok {
-		return nil, fmt.Errorf("cannot convert to %q: not a served version of Foo", to)
+		return nil, fmt.Errorf("cannot convert to %s: not a served version of Foo", quote(to))
 	}
 	if meta.APIVersion == to {
 		return data, nil
@@ -102,7 +105,32 @@ func Convert(data []byte, to string) ([]byte, error) {
 	}
 	out := into.fromHub(hub)
 	setAPIVersion(out, to, meta.Kind)
-	return json.Marshal(out)
+	return marshal(out)
+}
+
+// marshal encodes v as JSON without HTML escaping. encoding/json escapes
+// `<`, `>` and `&` as \u003c and the like, six bytes for one, for JSON put
+// in HTML; an answer goes to the API server, which decodes both the same,
+// and an object of `<` would be answered six times its size. What is still
+// escaped takes no more bytes than it took as sent, but for invalid UTF-8
+// and U+2028 and U+2029, which the webhook's bounds on what it writes
+// catch.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := stdjson.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	// Encode ends the value with a newline, which Marshal does not.
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// quote quotes a version for a message, cut to the longest a version may
+// be: the message is written back and logged, and the version is the
+// caller's.
+func quote(s string) string {
+	return strconv.Quote(truncate(s, maxAPIVersionBytes))
 }
 
 // setAPIVersion sets the type meta of a converted object: the conversion

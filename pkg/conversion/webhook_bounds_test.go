@@ -92,7 +92,7 @@ func TestHostileReviewOfNumbersIsRefusedAfterItsFirstObject(t *testing.T) {
 // A review larger than the cap is refused 413: unread when it says how
 // large it is, cut at the cap when it does not (chunked).
 func TestReviewLargerThanTheCapIsRefused(t *testing.T) {
-	h := newHandler(1<<10, newBudget(1<<20, 4, time.Second))
+	h := newHandler(bounds{review: 1 << 10, object: maxObjectBytes, answer: maxAnswerBytes}, newBudget(1<<20, 4, time.Second))
 	big := reviewHead + strings.Repeat(" ", 2<<10) + "]}}"
 	for _, length := range []int64{int64(len(big)), -1} {
 		body := &countingReader{r: strings.NewReader(big)}
@@ -116,7 +116,7 @@ func TestReviewLargerThanTheCapIsRefused(t *testing.T) {
 // is admitted again once one in flight ends.
 func TestReviewPastTheInFlightCapGets429WithRetryAfter(t *testing.T) {
 	b := newBudget(1<<20, 2, time.Second)
-	h := newHandler(1<<20, b)
+	h := newHandler(bounds{review: 1 << 20, object: maxObjectBytes, answer: maxAnswerBytes}, b)
 	var wg sync.WaitGroup
 	writers := make([]*io.PipeWriter, 0, 2)
 	codes := make(chan int, 2)

@@ -241,6 +241,162 @@ func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
 	}
 }
 
+// amplifiedRSSSlack is how far above its idle peak the reviews built to
+// amplify may take a replica's peak RSS (issue 57: a uid of 20 MiB of `<`,
+// then a Foo with an annotation of it, took one from 68 to 780 MiB).
+const amplifiedRSSSlack = 64 << 20
+
+// A replica's webhook is sent the reviews that made it write far more than it
+// read: a uid of `<` as long as a review may be, which JSON escapes as six
+// bytes each, and a Foo carrying an annotation of 20 MiB of `<`; four of each
+// at once, three times over. The uid is refused 400 and the large Foo a
+// Failure naming it, each read no further than its bound; a Foo with an
+// annotation of 2 MiB of `<`, under the bound, is answered exactly, at its
+// own size. The replica's peak RSS stays within 64 MiB of its idle peak, and
+// Foos are read in v1alpha1 through the API server afterwards as before.
+func TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite(t *testing.T) {
+	ns := newNamespace(t, "amplifying-reviews")
+	ensureStandardCRD(t)
+	// Without GOMEMLIMIT, unlike the Deployment, as the test above.
+	c := startController(t, "controller", controllerArgs(ns)...)
+	waitControllerReady(t, c)
+	const foos = 3
+	createFoos(t, ns, "foo", foos)
+	// A read in v1alpha1 before the idle peak is taken, so that the peak
+	// includes what a real conversion costs.
+	readV1alpha1Foos(t, ns, foos)
+	idle, err := peakRSS(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	url := c.WebhookURL() + conversion.Path
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the attacker trusts anything
+	}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	count := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes[what]++
+	}
+	// The webhook answers as soon as it has read enough to refuse, and
+	// closes the connection rather than read the rest: a client still
+	// sending may see the connection closed before it reads the answer.
+	send := func(what string, review func() io.Reader, wantCode int, want string) {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, body, err := post(client, url, review())
+				switch {
+				case err != nil:
+					count(what + ": connection closed before the answer")
+				case code == wantCode && body == want:
+					count(what + ": " + strconv.Itoa(code))
+				default:
+					t.Errorf("%s: got %d %.300s, want %d %.300s", what, code, body, wantCode, want)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for range 3 {
+		send("a uid of <", func() io.Reader { return ltUIDReview(24 << 20) },
+			http.StatusBadRequest, "a review's uid is at most 256 bytes\n")
+		send("an annotation of 20 MiB of <", func() io.Reader { return ltAnnotationReview(20 << 20) }, http.StatusOK,
+			`{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","response":{"uid":"lt-annotation",`+
+				`"convertedObjects":null,"result":{"metadata":{},"status":"Failure",`+
+				`"message":"object 1: larger than 3145728 bytes, the most the API server stores"}}}`+"\n")
+	}
+	t.Logf("outcomes: %v", outcomes)
+	if outcomes["a uid of <: 400"] == 0 || outcomes["an annotation of 20 MiB of <: 200"] == 0 {
+		t.Errorf("no refusal of each was read: %v", outcomes)
+	}
+
+	// Under the bound, the Foo is converted and answered in as many bytes
+	// as it was sent in, but for the moved Deployment's name.
+	note := strings.Repeat("<", 2<<20)
+	code, body, err := post(client, url, ltAnnotationReview(len(note)))
+	want := `{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","response":{"uid":"lt-annotation",` +
+		`"convertedObjects":[{"kind":"Foo","apiVersion":"samplecontroller.k8s.io/v1alpha1","metadata":{"name":"lt",` +
+		`"namespace":"attack","annotations":{"note":"` + note + `"}},"spec":{"deploymentName":"d"},` +
+		`"status":{"availableReplicas":0}}],"result":{"metadata":{},"status":"Success"}}}` + "\n"
+	if err != nil || code != http.StatusOK || body != want {
+		t.Errorf("an annotation of 2 MiB of <: got %d, %d bytes (%.200s…), %v; want 200, %d bytes", code, len(body),
+			body, err, len(want))
+	}
+
+	after, err := peakRSS(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("controller peak RSS (VmHWM): %.1f MiB idle, %.1f MiB after the reviews; bound %.1f MiB",
+		float64(idle)/(1<<20), float64(after)/(1<<20), float64(idle+amplifiedRSSSlack)/(1<<20))
+	if after-idle >= amplifiedRSSSlack {
+		t.Errorf("peak RSS went from %.1f to %.1f MiB, want less than %d MiB more", float64(idle)/(1<<20),
+			float64(after)/(1<<20), amplifiedRSSSlack>>20)
+	}
+	if c.Exited() {
+		t.Fatal("the controller exited during the reviews")
+	}
+	readV1alpha1Foos(t, ns, foos)
+}
+
+// readV1alpha1Foos lists the Foos of ns in v1alpha1 and gets the first,
+// through the API server, which calls the webhook for each.
+func readV1alpha1Foos(t *testing.T, ns string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	alpha := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns)
+	list, err := alpha.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing Foos in v1alpha1: %v", err)
+	}
+	if len(list.Items) != want {
+		t.Fatalf("listed %d Foos in v1alpha1, want %d", len(list.Items), want)
+	}
+	foo, err := alpha.Get(ctx, "foo-000", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting foo-000 in v1alpha1: %v", err)
+	}
+	if foo.Spec.DeploymentName != "foo-000" {
+		t.Errorf("foo-000 in v1alpha1: spec.deploymentName %q, want foo-000", foo.Spec.DeploymentName)
+	}
+}
+
+// ltUIDReview is a review of size bytes whose uid is `<` throughout, made
+// as it is sent.
+func ltUIDReview(size int) io.Reader {
+	head := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"`
+	tail := `","desiredAPIVersion":"samplecontroller.k8s.io/v1alpha1","objects":[]}}`
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(ltReader{}, int64(size-len(head)-len(tail))),
+		strings.NewReader(tail))
+}
+
+// ltAnnotationReview is a review of one v1beta1 Foo to convert to v1alpha1
+// whose annotation is n bytes of `<`, made as it is sent.
+func ltAnnotationReview(n int) io.Reader {
+	head := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"lt-annotation",` +
+		`"desiredAPIVersion":"samplecontroller.k8s.io/v1alpha1","objects":[{"apiVersion":"samplecontroller.k8s.io/v1beta1",` +
+		`"kind":"Foo","metadata":{"name":"lt","namespace":"attack","annotations":{"note":"`
+	tail := `"}},"spec":{"deployment":{"name":"d"}},"status":{"availableReplicas":0}}]}}`
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(ltReader{}, int64(n)), strings.NewReader(tail))
+}
+
+type ltReader struct{}
+
+func (ltReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '<'
+	}
+	return len(p), nil
+}
+
 // logFooSize logs how large a Foo is as the API server sends it, and
 // a list of all of them at the scales make bench runs: what a review of a
 // v1alpha1 list of every Foo weighs (docs/performance.md).
