@@ -166,7 +166,8 @@ func NewController(
 		}); err != nil {
 			return nil, err
 		}
-		objects := ownedObjects{ownedInformer.Registered, ownedInformer.Informer.GetIndexer(), ownedInformer.Informer.HasSynced}
+		informer := ownedInformer.Informer
+		objects := ownedObjects{ownedInformer.Registered, informer.GetIndexer(), informer.HasSynced}
 		controller.ownedObjects = append(controller.ownedObjects, objects)
 	}
 	return controller, nil

@@ -82,10 +82,12 @@ var (
 // be refused (TestDeploymentPolicy...).
 var serverDefaults = map[string]map[string]*allowed{
 	"Deployment": {
-		"":                          {keys: map[string][]any{"status": nil}},
-		"metadata":                  anyField,
-		"metadata.labels":           anyField,
-		"spec":                      {keys: map[string][]any{"strategy": nil, "revisionHistoryLimit": nil, "progressDeadlineSeconds": nil}},
+		"":                {keys: map[string][]any{"status": nil}},
+		metadataPath:      anyField,
+		"metadata.labels": anyField,
+		"spec": {keys: map[string][]any{
+			"strategy": nil, "revisionHistoryLimit": nil, "progressDeadlineSeconds": nil,
+		}},
 		"spec.selector":             nothing,
 		"spec.selector.matchLabels": nothing,
 		"spec.template":             nothing,
@@ -110,7 +112,7 @@ var serverDefaults = map[string]map[string]*allowed{
 	},
 	"Service": {
 		"":                {keys: map[string][]any{"status": nil}},
-		"metadata":        anyField,
+		metadataPath:      anyField,
 		"metadata.labels": anyField,
 		"spec": {keys: map[string][]any{
 			"clusterIP":             nil,

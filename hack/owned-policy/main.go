@@ -112,7 +112,8 @@ func ownedPolicies(registrations []owned.Registered[*samplev1beta1.Foo]) ([]byte
 // different values, as pkg/desired probes the fields a registration sets.
 func probe(i int) *samplev1beta1.Foo {
 	foo := &samplev1beta1.Foo{}
-	foo.Name, foo.Namespace, foo.UID = fmt.Sprint("probe-", i), fmt.Sprint("probe-namespace-", i), types.UID(fmt.Sprint("probe-", i))
+	foo.Name, foo.Namespace = fmt.Sprint("probe-", i), fmt.Sprint("probe-namespace-", i)
+	foo.UID = types.UID(fmt.Sprint("probe-", i))
 	owned.EveryFieldSet(reflect.ValueOf(&foo.Spec).Elem(), i+1)
 	return foo
 }

@@ -80,8 +80,9 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 				}},
 			}}},
 			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       "the-controllers-service-account",
-				Expression: fmt.Sprintf("request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':%s')", o.Writer),
+				Name: "the-controllers-service-account",
+				Expression: fmt.Sprintf("request.userInfo.username.startsWith('system:serviceaccount:') && "+
+					"request.userInfo.username.endsWith(':%s')", o.Writer),
 			}},
 			// The objects as maps: dyn() lets a comprehension range over
 			// their keys, which the type checker, knowing the kind's
@@ -97,7 +98,9 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 	policy.Spec.Variables = append(policy.Spec.Variables, w.variables...)
 	v := &policy.Spec.Validations
 	add := func(expr, message string) {
-		*v = append(*v, admissionv1.Validation{Expression: expr, Reason: ptr.To(metav1.StatusReasonForbidden), Message: message})
+		*v = append(*v, admissionv1.Validation{
+			Expression: expr, Reason: ptr.To(metav1.StatusReasonForbidden), Message: message,
+		})
 	}
 	add("request.namespace != 'kube-system'", fmt.Sprintf("the %s writes no %s in kube-system", o.Writer, kind))
 	add("request.?subResource.orValue('') == ''",
@@ -123,7 +126,9 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 // admit.
 func bindingFor(policy *admissionv1.ValidatingAdmissionPolicy) *admissionv1.ValidatingAdmissionPolicyBinding {
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding",
+		},
 		ObjectMeta: metav1.ObjectMeta{Name: policy.Name, Labels: policy.Labels},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        policy.Name,
@@ -163,7 +168,8 @@ var serverWritten = []string{"resourceVersion", "generation", "managedFields"}
 
 // controlledBy is whether obj has a controller reference to an owner.
 func (w *walker) controlledBy(obj string) string {
-	return fmt.Sprintf("dyn(%s[?'metadata'][?'ownerReferences'].orValue([])).exists(r, r[?'controller'].orValue(false) == true && "+
+	return fmt.Sprintf("dyn(%s[?'metadata'][?'ownerReferences'].orValue([])).exists(r, "+
+		"r[?'controller'].orValue(false) == true && "+
 		"r[?'kind'].orValue('') == '%s' && r[?'apiVersion'].orValue('').startsWith('%s/'))", obj, w.owner.Kind, w.owner.Group)
 }
 
@@ -188,6 +194,9 @@ func (w *walker) level(path, obj, old string, p1, p2 any) error {
 		return nil
 	}
 }
+
+// metadataPath is the path of an object's metadata.
+const metadataPath = "metadata"
 
 // varying are the fields of an owned object that follow their owner
 // whatever the probes hold, or that the controller reference rules cover.
@@ -214,7 +223,7 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 		})
 	}
 	kept := owned
-	if path == "metadata" {
+	if path == metadataPath {
 		kept = slices.Concat(owned, serverWritten)
 	}
 	w.update = append(w.update, rule{
@@ -262,11 +271,13 @@ func (w *walker) listLevel(path, obj, old string, v1, v2 []any) error {
 		return nil
 	}
 	w.create = append(w.create, rule{
-		fmt.Sprintf("size(%s) == %d && %s.all(%s, %s[?'name'].orValue('') in %s)", obj, len(names), obj, e, e, literal(names)),
+		fmt.Sprintf("size(%s) == %d && %s.all(%s, %s[?'name'].orValue('') in %s)",
+			obj, len(names), obj, e, e, literal(names)),
 		fmt.Sprintf("%s must be %s alone", display(path), strings.Join(names, ", ")),
 	})
 	w.update = append(w.update, rule{
-		fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') in %s || %s.exists(%s, %s == %s))", obj, e, e, literal(names), old, o, o, e),
+		fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') in %s || %s.exists(%s, %s == %s))",
+			obj, e, e, literal(names), old, o, o, e),
 		fmt.Sprintf("%s may add no element but %s", display(path), strings.Join(names, ", ")),
 	})
 	for i, name := range names {

@@ -53,6 +53,9 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 )
 
+// reasonLabel is the label that says why, on every metric that has one.
+const reasonLabel = "reason"
+
 // Subsystem prefixes the name of each of the controller's own metrics
 // (samplecontroller_reconcile_total, ...): the one source of the prefix the
 // alerts and the dashboard of artifacts/monitoring select, which
@@ -116,7 +119,7 @@ var (
 			"P-256), subject, issuer (not self-signed), not_yet_valid (starts in the future), lifetime (valid longer " +
 			"than -webhook-ca-validity). Anything but 0: someone other than the controller wrote the Secret.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"ca", "reason"})
+	}, []string{"ca", reasonLabel})
 
 	// MetricsReviewsRefused counts the reviews that guard /metrics not
 	// sent, or refused by the API server, by reason (pkg/serving).
@@ -128,7 +131,7 @@ var (
 			"rate (the reviews' rate limit was spent), api_server (the API server answered 429). " +
 			"Rising: something sends /metrics many tokens it has not reviewed, e.g. a flood of random ones.",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"reason"})
+	}, []string{reasonLabel})
 )
 
 func init() {
@@ -182,7 +185,7 @@ var fooReadinessDesc = metrics.NewDesc(Subsystem+"_foos",
 	"Foos by the status and reason of their Ready condition "+
 		"(ready=\"Unknown\", reason=\"\" before the controller reported one), "+
 		"counted in this replica's cache at scrape time: every replica, leader or standby, serves it.",
-	[]string{"ready", "reason"}, nil, metrics.ALPHA, "")
+	[]string{"ready", reasonLabel}, nil, metrics.ALPHA, "")
 
 // fooReadinessCollector counts the cached Foos at each scrape: no API call,
 // and no state to keep in step with the cache.

@@ -310,7 +310,7 @@ func TestConnectionsServingARequestAreNotShed(t *testing.T) {
 	started, release := make(chan struct{}, lim.maxConns), make(chan struct{})
 	mux := http.NewServeMux()
 	mux.Handle("/", ok)
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
 		started <- struct{}{}
 		<-release
 		_, _ = io.WriteString(w, "slow")

@@ -239,7 +239,8 @@ func parseAuthority(secret *corev1.Secret, r rules) (*authority, error) {
 		return nil, fmt.Errorf("%s does not hold %s", trustedKey, caCertKey)
 	}
 	endorsed, foreign := trustDecision(signer, trusted, secret.Data[endorsementsKey])
-	ca := &authority{secret: secret, signer: signer, key: key, endorsements: secret.Data[endorsementsKey], foreign: foreign}
+	ca := &authority{secret: secret, signer: signer, key: key, endorsements: secret.Data[endorsementsKey],
+		foreign: foreign}
 	if ca.refused = r.refuse(signer); ca.refused != nil {
 		// What a key this controller did not make endorsed is worth no
 		// more than the key.

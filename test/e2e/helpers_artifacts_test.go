@@ -89,7 +89,8 @@ func applyDeployArtifacts(t *testing.T) string {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
 		admission := cluster.Kube.AdmissionregistrationV1()
-		errs := []error{
+		errs := make([]error, 0, 10+2*len(desired.Registrations))
+		errs = append(errs,
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			cluster.Kube.FlowcontrolV1().FlowSchemas().Delete(ctx, deployLeaseFlowSchema, metav1.DeleteOptions{}),
@@ -100,7 +101,7 @@ func applyDeployArtifacts(t *testing.T) string {
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
-		}
+		)
 		for _, r := range desired.Registrations {
 			name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
 			errs = append(errs, admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}),

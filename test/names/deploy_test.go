@@ -60,13 +60,14 @@ const ownedPolicyFile = "owned-policy.yaml"
 // followed by its binding, cluster-scoped, labelled with the controller's
 // name.
 func TestOwnedPoliciesAreNamedForEachKind(t *testing.T) {
-	var want []string
+	want := make([]string, 0, 2*len(desired.Registrations))
 	for _, r := range desired.Registrations {
 		name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
 		want = append(want, "ValidatingAdmissionPolicy "+name, "ValidatingAdmissionPolicyBinding "+name)
 	}
-	var got []string
-	for i, doc := range strings.Split(read(t, deployDir+"/"+ownedPolicyFile), "\n---\n")[1:] {
+	docs := strings.Split(read(t, deployDir+"/"+ownedPolicyFile), "\n---\n")[1:]
+	got := make([]string, 0, len(docs))
+	for i, doc := range docs {
 		var o deployObject
 		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
 			t.Fatalf("%s/%s: document %d: %v", deployDir, ownedPolicyFile, i+1, err)
