@@ -184,12 +184,18 @@ func (w *walker) level(path, obj, old string, p1, p2 any) error {
 		v2, _ := p2.([]any)
 		return w.listLevel(path, obj, old, v1, v2)
 	default:
-		// obj is optional here: the field may be missing.
+		// obj and old are optional here: the field may be missing.
 		if equalJSON(p1, p2) {
 			lit := literal(p1)
-			expr := fmt.Sprintf("(%s.hasValue() && %s.value() == %s)", obj, obj, lit)
-			w.create = append(w.create, rule{expr, fmt.Sprintf("%s must be %s", display(path), lit)})
-			w.update = append(w.update, rule{expr, fmt.Sprintf("%s must stay %s", display(path), lit)})
+			pinned := fmt.Sprintf("(%s.hasValue() && %s.value() == %s)", obj, obj, lit)
+			w.create = append(w.create, rule{pinned, fmt.Sprintf("%s must be %s", display(path), lit)})
+			// An update may leave it as it was: another manager may have
+			// changed it, and a write of the controller's that is not its
+			// repair (the hand-over of its fields' ownership) leaves it so.
+			unchanged := fmt.Sprintf("(%s.hasValue() == %s.hasValue() && (!%s.hasValue() || %s.value() == %s.value()))",
+				obj, old, obj, obj, old)
+			w.update = append(w.update, rule{unchanged + " || " + pinned,
+				fmt.Sprintf("%s may change only to %s", display(path), lit)})
 		}
 		return nil
 	}

@@ -32,7 +32,8 @@ var probes = [2][]byte{
 	[]byte(`{"kind":"Thing","metadata":{"name":"b","labels":{"team":"x"}},"data":{"mode":"fast","b":"2"}}`),
 }
 
-// A value both probes set alike is pinned, on create and update; a level
+// A value both probes set alike is pinned: a create must write it, an
+// update may leave it as another manager changed it or put it back; a level
 // the API server's defaults are not known for fails the generator, naming
 // it, so that no kind is confined by accident.
 func TestPolicyPinsWhatTheControllerAlwaysWritesAndRefusesUnknownLevels(t *testing.T) {
@@ -65,8 +66,11 @@ func TestPolicyPinsWhatTheControllerAlwaysWritesAndRefusesUnknownLevels(t *testi
 		"a new Thing: data may hold a, mode alone, and the API server's defaults: defaulted ['yes'] <- " +
 			"request.operation != 'CREATE' || (variables.data.all(k, k in ['a', 'mode'] || " +
 			"(k == 'defaulted' && variables.data[k] in ['yes'])))",
-		"an update of a Thing: metadata.labels.team must stay 'x' <- request.operation != 'UPDATE' || " +
-			"((variables.metadataLabels[?'team'].hasValue() && variables.metadataLabels[?'team'].value() == 'x'))",
+		"an update of a Thing: metadata.labels.team may change only to 'x' <- request.operation != 'UPDATE' || " +
+			"((variables.metadataLabels[?'team'].hasValue() == variables.oldMetadataLabels[?'team'].hasValue() && " +
+			"(!variables.metadataLabels[?'team'].hasValue() || variables.metadataLabels[?'team'].value() == " +
+			"variables.oldMetadataLabels[?'team'].value())) || (variables.metadataLabels[?'team'].hasValue() && " +
+			"variables.metadataLabels[?'team'].value() == 'x'))",
 		"an update of a Thing: at data only a, mode may change <- request.operation != 'UPDATE' || " +
 			"(variables.data.all(k, k in ['a', 'mode'] || (k in variables.oldData && variables.data[k] == " +
 			"variables.oldData[k])) && variables.oldData.all(k, k in ['a', 'mode'] || k in variables.data))",
