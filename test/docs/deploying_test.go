@@ -31,7 +31,12 @@ type deployObject struct {
 	resource  string // the kind in lower case, as kubectl takes it
 	name      string
 	namespace string // "" for one of the cluster's scope
+	label     string // its app.kubernetes.io/name
 }
+
+// deployLabel is the label every object of artifacts/deploy carries, which
+// kubectl delete -l may select them by.
+const deployLabel = "app.kubernetes.io/name"
 
 // deployObjects reads the objects of artifacts/deploy (a file holds one, or
 // several apart by ---, as the generated owned-policy.yaml), the CRD it
@@ -55,8 +60,9 @@ func deployObjects(t *testing.T) []deployObject {
 			var o struct {
 				Kind     string `json:"kind"`
 				Metadata struct {
-					Name      string `json:"name"`
-					Namespace string `json:"namespace"`
+					Name      string            `json:"name"`
+					Namespace string            `json:"namespace"`
+					Labels    map[string]string `json:"labels"`
 				} `json:"metadata"`
 			}
 			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
@@ -68,7 +74,8 @@ func deployObjects(t *testing.T) []deployObject {
 			if o.Kind == "" || o.Metadata.Name == "" {
 				t.Fatalf("%s: no kind or name", f)
 			}
-			objects = append(objects, deployObject{strings.ToLower(o.Kind), o.Metadata.Name, o.Metadata.Namespace})
+			objects = append(objects, deployObject{strings.ToLower(o.Kind), o.Metadata.Name, o.Metadata.Namespace,
+				o.Metadata.Labels[deployLabel]})
 		}
 	}
 	return objects
@@ -85,7 +92,9 @@ func onlyComments(doc string) bool {
 }
 
 // deletedObjects returns the objects the kubectl delete commands of a shell
-// block delete: each resource of a comma-separated list with each name.
+// block delete: each resource of a comma-separated list with each name, or
+// those of objects that carry the label -l app.kubernetes.io/name=VALUE
+// selects (a resource and a label, no name).
 func deletedObjects(block string) []deployObject {
 	var deleted []deployObject
 	for _, line := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
@@ -95,14 +104,20 @@ func deletedObjects(block string) []deployObject {
 			continue
 		}
 		var names []string
-		for _, a := range args[3:] {
-			if !strings.HasPrefix(a, "-") {
+		label := ""
+		for i, a := range args[3:] {
+			if a == "-l" && i+4 < len(args) {
+				label, _ = strings.CutPrefix(args[i+4], deployLabel+"=")
+			} else if !strings.HasPrefix(a, "-") && (i == 0 || args[i+2] != "-l") {
 				names = append(names, a)
 			}
 		}
 		for _, resource := range strings.Split(args[2], ",") {
 			for _, name := range names {
 				deleted = append(deleted, deployObject{resource: resource, name: name})
+			}
+			if label != "" {
+				deleted = append(deleted, deployObject{resource: resource, label: label})
 			}
 		}
 	}
@@ -139,14 +154,26 @@ func TestRemovingOnlyTheControllerDeletesEverythingButTheCRD(t *testing.T) {
 			}
 			continue
 		}
-		if !slices.Contains(deleted, o) {
+		if !slices.ContainsFunc(deleted, func(d deployObject) bool { return deletes(d, o) }) {
 			t.Errorf("deploying.md leaves %s %s of artifacts/deploy behind", o.resource, o.name)
 		}
 	}
 	for _, d := range deleted {
-		if !slices.Contains(objects, d) {
+		if !slices.ContainsFunc(objects, func(o deployObject) bool { return deletes(d, o) && o.namespace == "" }) {
 			t.Errorf("deploying.md deletes %s %s, which is no object of artifacts/deploy of the cluster's scope",
 				d.resource, d.name)
 		}
 	}
+}
+
+// deletes reports whether d, a deleted resource with a name or a label,
+// deletes o.
+func deletes(d, o deployObject) bool {
+	if d.resource != o.resource || d.namespace != "" {
+		return false
+	}
+	if d.label != "" {
+		return d.label == o.label
+	}
+	return d.name == o.name
 }
