@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -75,16 +74,14 @@ type Controller struct {
 
 	memory foomemory.Memory // what the controller remembers of each Foo beyond its cache
 
-	recorder eventRecorder // events about Foos (pkg/eventrecorder; tests record them in memory)
+	recorder eventrecorder.Interface // events about Foos; tests record them in memory
 
 	namespace string     // the one namespace the informers watch; "" for all
 	fence     writeFence // if set, holds workers back while the Lease is overdue
 }
 
-// ownedObjects are the objects of one kind a Foo owns: the kind's
-// registration, whose steps writes.go calls, and its informer's cache, which
-// holds each object as its owned.Object (read it through the registration's
-// Get).
+// ownedObjects are the objects of one kind a Foo owns: the registration whose steps writes.go calls, and its
+// informer's cache, which holds each as its owned.Object (read it through the registration's Get).
 type ownedObjects struct {
 	owned.Registered[*samplev1beta1.Foo]
 	indexer cache.Indexer
@@ -101,19 +98,10 @@ type Config struct {
 	Fence writeFence
 }
 
-// Events about Foos need the Foo types in client-go's scheme, through which
-// every event recorder of the process (the webhook's too) reads objects.
-// Added at program start, before any goroutine reads the scheme: a scheme
-// written while another reads it is a concurrent map write, a crash.
+// Events about Foos need the Foo types in client-go's scheme, added before any goroutine reads it (the webhook's
+// recorder among them): a scheme written while read is a concurrent map write, a crash.
 func init() {
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
-}
-
-// eventRecorder records events about Foos, and at Shutdown writes those
-// still waiting, for at most the time given (pkg/eventrecorder's Recorder).
-type eventRecorder interface {
-	record.EventRecorder
-	Shutdown(ctx context.Context, timeout time.Duration)
 }
 
 // writeFence says when this replica may write (pkg/leader's Fence).
@@ -121,18 +109,11 @@ type writeFence interface {
 	WaitOpen(ctx context.Context) error
 }
 
-// NewController returns a controller fed by the given informers, ready to
-// Run, called before they start: it sets what the Foo cache keeps
-// (foocache.Transform). ownedInformers are the kinds a Foo owns with their
-// informers (desired.NewOwnedInformers of desired.Registrations), the
-// Deployment's among them.
-func NewController(
-	ctx context.Context,
-	kubeclientset kubernetes.Interface,
-	sampleclientset clientset.Interface,
-	ownedInformers []desired.OwnedInformer,
-	fooInformer informers.FooInformer,
-	config Config,
+// NewController returns a controller fed by the given informers, ready to Run, called before they start: it sets
+// what the Foo cache keeps (foocache.Transform). ownedInformers are the kinds a Foo owns with their informers
+// (desired.NewOwnedInformers of desired.Registrations), the Deployment's among them.
+func NewController(ctx context.Context, kubeclientset kubernetes.Interface, sampleclientset clientset.Interface,
+	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
 
@@ -160,15 +141,14 @@ func NewController(
 	}); err != nil {
 		return nil, err
 	}
-	for _, ownedInformer := range ownedInformers {
-		if _, err := ownedInformer.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	for _, o := range ownedInformers {
+		if _, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
 		}); err != nil {
 			return nil, err
 		}
-		informer := ownedInformer.Informer
-		objects := ownedObjects{ownedInformer.Registered, informer.GetIndexer(), informer.HasSynced}
-		controller.ownedObjects = append(controller.ownedObjects, objects)
+		controller.ownedObjects = append(controller.ownedObjects,
+			ownedObjects{o.Registered, o.Informer.GetIndexer(), o.Informer.HasSynced})
 	}
 	return controller, nil
 }

@@ -54,6 +54,13 @@ import (
 // writer: client-go's queue length, so that its queue never drops one.
 const maxWaiting = 1000
 
+// Interface is what a Recorder does, for those that hold one: record
+// events, and at Shutdown write those still waiting, for at most timeout.
+type Interface interface {
+	record.EventRecorder
+	Shutdown(ctx context.Context, timeout time.Duration)
+}
+
 // Recorder is a record.EventRecorder whose Warnings never wait behind Normal
 // events and whose drops are counted.
 type Recorder struct {
