@@ -58,6 +58,29 @@ func wantWrites(t *testing.T, f *fixture, step string, want ...string) {
 	}
 }
 
+// wantUntrustedSecretIgnored writes secret, as someone other than the
+// controller would, and checks that m, reconciling it three times, writes
+// nothing, keeps the caBundle it had and serves the leaf it served.
+func wantUntrustedSecretIgnored(ctx context.Context, t *testing.T, f *fixture, m *Manager, secret *corev1.Secret,
+	step string, bundle []byte, leaf *x509.Certificate) {
+	t.Helper()
+	if _, err := f.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.takeWrites()
+	for range 3 {
+		f.observe(t, m)
+		reconcile(ctx, t, m)
+	}
+	wantWrites(t, f, step)
+	if got := f.caBundle(t); !bytes.Equal(got, bundle) {
+		t.Errorf("%s: caBundle:\n%s\nwant it as it was:\n%s", step, got, bundle)
+	}
+	if got := f.servesTrusted(t, m); !got.Equal(leaf) {
+		t.Errorf("%s: the leaf changed", step)
+	}
+}
+
 // atRest brings m to rest: the Secret made, the caBundle written and seen,
 // a leaf served. It returns that leaf.
 func atRest(ctx context.Context, t *testing.T, f *fixture, m *Manager) *x509.Certificate {

@@ -169,21 +169,7 @@ func TestForeignCAInTheSecretNeverReachesTheCABundle(t *testing.T) {
 	planted := parseCerts(t, plantedPEM)[0]
 	secret := f.secret(t).DeepCopy()
 	secret.Data["trusted.crt"] = slices.Concat(secret.Data["trusted.crt"], plantedPEM)
-	if _, err := f.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.takeWrites()
-	for range 3 {
-		f.observe(t, m)
-		reconcile(ctx, t, m)
-	}
-	wantWrites(t, f, "foreign CA")
-	if got := f.caBundle(t); !bytes.Equal(got, bundle) {
-		t.Errorf("caBundle:\n%s\nwant it as it was:\n%s", got, bundle)
-	}
-	if got := f.servesTrusted(t, m); !got.Equal(leaf) {
-		t.Error("the leaf changed")
-	}
+	wantUntrustedSecretIgnored(ctx, t, f, m, secret, "foreign CA", bundle, leaf)
 	wantEvent := fmt.Sprintf("Warning ForeignCA trusted.crt holds CA \"CN=planted\" (SHA-256 %s), which the signing CA "+
 		"did not endorse: it is left out of the caBundle of CRD foos.samplecontroller.k8s.io. Someone other than the "+
 		"controller wrote it; remove it from the Secret.", fingerprint(planted))
