@@ -55,6 +55,22 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
+// startControllerWithItsOwnCA starts a controller serving the webhook in a
+// new namespace named for name, with a CA Secret of that name there, waits
+// until it is ready, and starts a reader of a Foo in v1alpha1 through the
+// webhook; it returns them with the controller's signing CA.
+func startControllerWithItsOwnCA(t *testing.T, name string) (ns, secretName string, c *framework.Controller,
+	signer *x509.Certificate, reader *alphaReader) {
+	t.Helper()
+	ns = newNamespace(t, name)
+	ensureStandardCRD(t)
+	secretName = name
+	c = startController(t, "controller", controllerArgs(ns, "-webhook-namespace="+ns, "-webhook-ca-secret="+secretName)...)
+	waitControllerReady(t, c)
+	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
+	return ns, secretName, c, caOf(t, ns, secretName), startAlphaReader(t, ns, foo.Name)
+}
+
 // alphaReader reads a Foo in v1alpha1, through the conversion webhook,
 // every 200 ms until stopped, and counts the reads that failed.
 type alphaReader struct {
@@ -194,15 +210,8 @@ func secretEvents(ctx context.Context, ns, name, reason string) ([]corev1.Event,
 // caBundle and the Secret then deleted: the Secret made again trusts the
 // controller's CAs, not that one, and the caBundle follows.
 func TestForeignCANeverReachesTheCABundle(t *testing.T) {
-	ns := newNamespace(t, "foreign-ca")
-	ensureStandardCRD(t)
-	secretName := "foreign-ca"
+	ns, secretName, c, signer, reader := startControllerWithItsOwnCA(t, "foreign-ca")
 	secrets := cluster.Kube.CoreV1().Secrets(ns)
-	c := startController(t, "controller", controllerArgs(ns, "-webhook-namespace="+ns, "-webhook-ca-secret="+secretName)...)
-	waitControllerReady(t, c)
-	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
-	signer := caOf(t, ns, secretName)
-	reader := startAlphaReader(t, ns, foo.Name)
 	ctx := context.Background()
 
 	planted, plantedPEM := foreignCA(t, "planted-in-the-secret")
@@ -374,15 +383,8 @@ func sha256Of(c *x509.Certificate) []byte {
 // report it, the caBundle keeps the CA it had, and reads go on. Revoke-now
 // replaces it by a CA of the controller's.
 func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
-	ns := newNamespace(t, "swapped-ca")
-	ensureStandardCRD(t)
-	secretName := "swapped-ca"
+	ns, secretName, c, signer, reader := startControllerWithItsOwnCA(t, "swapped-ca")
 	secrets := cluster.Kube.CoreV1().Secrets(ns)
-	c := startController(t, "controller", controllerArgs(ns, "-webhook-namespace="+ns, "-webhook-ca-secret="+secretName)...)
-	waitControllerReady(t, c)
-	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
-	signer := caOf(t, ns, secretName)
-	reader := startAlphaReader(t, ns, foo.Name)
 	ctx := context.Background()
 	bundle, err := crdCABundle(ctx, t)
 	if err != nil {
