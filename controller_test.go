@@ -102,7 +102,7 @@ func (f *fixture) newController(ctx context.Context) {
 	if registrations == nil {
 		registrations = ownsDeployments
 	}
-	ownedInformers, err := desired.NewOwnedInformers(registrations, f.kubeclient, metav1.NamespaceAll, 0)
+	ownedInformers, err := desired.NewOwnedInformers(registrations, f.kubeclient, metav1.NamespaceAll, 0, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -795,7 +795,7 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
-	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, kubeclient, config.Namespace, 0)
+	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, kubeclient, config.Namespace, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,12 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
@@ -34,15 +39,18 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/foocache"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/pkg/serving"
+	"github.com/kube-samples/sample-controller/pkg/sharding"
 	"github.com/kube-samples/sample-controller/pkg/signals"
 )
 
@@ -77,46 +85,25 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	cfg, kubeCfg := clientconfig.ForController(cfg, o.KubeAPIQPS, o.KubeAPIBurst, o.LeaderElection.Identity)
-
-	// The controller's own clients write only while this replica's Lease is
-	// fresh (pkg/leader's Fence); the Lease and metrics clients go unfenced.
-	controllerCfg, controllerKubeCfg := cfg, kubeCfg
-	fence := leader.NewFence(o.LeaderElection)
-	if o.LeaderElection.Enabled {
-		controllerCfg, controllerKubeCfg = fence.Guard(cfg), fence.Guard(kubeCfg)
-	}
-	kubeClient, err := kubernetes.NewForConfig(controllerKubeCfg)
-	if err != nil {
-		return fmt.Errorf("building kubernetes clientset: %w", err)
-	}
-	sampleClient, err := clientset.NewForConfig(controllerCfg)
+	sampleClient, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building sample clientset: %w", err)
 	}
-
 	if err := apicheck.Check(ctx, sampleClient.Discovery()); err != nil {
 		return err
 	}
 
-	// An informer per kind a Foo owns (desired.Registrations), of only the objects this
-	// controller manages, each cached as the few fields it reads (pkg/owned).
-	ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace, o.ResyncPeriod)
+	// One controller of every Foo, run by the leader; or, sharded, one per
+	// shard this replica holds.
+	newWork := newLeaderWork
+	if o.Shards > 1 {
+		newWork = newShardedWork
+	}
+	w, err := newWork(ctx, o, cfg, kubeCfg)
 	if err != nil {
 		return err
 	}
-	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
-		informers.WithNamespace(o.Namespace))
-
-	config := Config{Namespace: o.Namespace}
-	if o.LeaderElection.Enabled {
-		config.Fence = fence
-	}
-	fooInformer := sampleInformerFactory.Samplecontroller().V1beta1().Foos()
-	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
-	if err != nil {
-		return err
-	}
-	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(controller.foosLister))
+	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(w.listFoos))
 
 	// The conversion webhook, served by every replica, standbys too, and
 	// before the informers start: the API server calls it for every read of
@@ -126,7 +113,7 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	synced, webhookChecks := webhook.Readiness(controller.cachesSynced()...)
+	synced, webhookChecks := webhook.Readiness(w.synced...)
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
@@ -138,22 +125,163 @@ func run(ctx context.Context, o *options.Options) error {
 	if err := serving.ServeProbes(ctx, o.ProbeAddr, liveness, readiness); err != nil {
 		return err
 	}
+	return w.run(ctx, watchdog)
+}
 
-	// Start the informers now, leader or not: a standby with warm caches
-	// takes over in moments. On return, cancel first, then wait for them.
+// work is what a replica runs: the informers and controllers, with the
+// caches its readiness waits for and the Foos its metrics count.
+type work struct {
+	synced   []cache.InformerSynced // the Foo cache's first
+	listFoos func(labels.Selector) ([]*samplev1beta1.Foo, error)
+	run      func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error
+}
+
+// newLeaderWork is upstream's controller, of every Foo, whose workers run
+// while this replica leads (pkg/leader), and whose informers run on every
+// replica: a standby with warm caches takes over in moments.
+func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
+	// The controller's own clients write only while this replica's Lease is
+	// fresh (pkg/leader's Fence); the Lease and metrics clients go unfenced.
+	controllerCfg, controllerKubeCfg := cfg, kubeCfg
+	fence := leader.NewFence(o.LeaderElection)
+	if o.LeaderElection.Enabled {
+		controllerCfg, controllerKubeCfg = fence.Guard(cfg), fence.Guard(kubeCfg)
+	}
+	kubeClient, err := kubernetes.NewForConfig(controllerKubeCfg)
+	if err != nil {
+		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
+	}
+	sampleClient, err := clientset.NewForConfig(controllerCfg)
+	if err != nil {
+		return nil, fmt.Errorf("building sample clientset: %w", err)
+	}
+
+	// An informer per kind a Foo owns (desired.Registrations), of only the objects this
+	// controller manages, each cached as the few fields it reads (pkg/owned).
+	ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace, o.ResyncPeriod,
+		nil)
+	if err != nil {
+		return nil, err
+	}
+	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
+		informers.WithNamespace(o.Namespace))
+
+	config := Config{Namespace: o.Namespace}
+	if o.LeaderElection.Enabled {
+		config.Fence = fence
+	}
+	fooInformer := sampleInformerFactory.Samplecontroller().V1beta1().Foos()
+	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
+	if err != nil {
+		return nil, err
+	}
+	run := func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error {
+		// Start the informers now, leader or not. On return, cancel first, then wait for them.
+		ctx, cancel := context.WithCancel(ctx)
+		var ownedInformersDone sync.WaitGroup
+		for _, ownedInformer := range ownedInformers {
+			ownedInformersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
+		}
+		sampleInformerFactory.Start(ctx.Done())
+		defer ownedInformersDone.Wait()
+		defer sampleInformerFactory.Shutdown()
+		defer cancel()
+
+		runController := func(ctx context.Context) error { return controller.Run(ctx, o.Workers) }
+		if !o.LeaderElection.Enabled {
+			return runController(ctx)
+		}
+		return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, runController)
+	}
+	return &work{synced: controller.cachesSynced(), listFoos: controller.foosLister.List, run: run}, nil
+}
+
+// newShardedWork runs, for each shard this replica holds (pkg/sharding), the
+// same controller as newLeaderWork's, whose informers list and watch that
+// shard's objects alone, and whose clients write only while that shard's
+// Lease is fresh: every replica reconciles its share.
+func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
+	logger := klog.FromContext(ctx)
+	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod)
+	if err != nil {
+		return nil, err
+	}
+	sampleClient, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building sample clientset: %w", err)
+	}
+	// Whether the API server filters the shards, or this replica does: the same caches either way.
+	mode, err := sharding.DetectMode(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return sampleClient.SamplecontrollerV1beta1().Foos(o.Namespace).List(ctx, opts)
+	}, sharding.Shard{Index: 0, Count: o.Shards})
+	if err != nil {
+		return nil, err
+	}
+	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
+	logger.Info("Shards filtered", "by", mode)
+
+	newController := func(shard sharding.Shard, fence *leader.Fence) (sharding.Controller, error) {
+		kubeClient, err := kubernetes.NewForConfig(fence.Guard(kubeCfg))
+		if err != nil {
+			return nil, err
+		}
+		sampleClient, err := clientset.NewForConfig(fence.Guard(cfg))
+		if err != nil {
+			return nil, err
+		}
+		// The informers' list options carry the shard's selector (Shard.Narrow).
+		ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace,
+			o.ResyncPeriod, shard.Narrow)
+		if err != nil {
+			return nil, err
+		}
+		fooInformer := foocache.NewNarrowedInformer(sampleClient, o.Namespace, o.ResyncPeriod, shard.Narrow)
+		ctx := klog.NewContext(ctx, logger.WithValues("shard", shard.String()))
+		controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer,
+			Config{Namespace: o.Namespace, Fence: fence})
+		if err != nil {
+			return nil, err
+		}
+		return &shardController{controller, ownedInformers, fooInformer.Informer(), o.Workers}, nil
+	}
+	replica := sharding.NewReplica(o.Shards, o.LeaderElection,
+		leaseClient.CoordinationV1().Leases(o.LeaderElection.Namespace), newController)
+	listFoos := func(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
+		var foos []*samplev1beta1.Foo
+		for _, held := range replica.Held() {
+			cached, err := held.(*shardController).foosLister.List(selector)
+			if err != nil {
+				return nil, err
+			}
+			foos = append(foos, cached...)
+		}
+		return foos, nil
+	}
+	run := func(ctx context.Context, _ *leaderelection.HealthzAdaptor) error {
+		replica.Run(ctx)
+		return nil
+	}
+	return &work{synced: []cache.InformerSynced{replica.HasSynced}, listFoos: listFoos, run: run}, nil
+}
+
+// shardController is the controller of one shard and its informers.
+type shardController struct {
+	*Controller
+	ownedInformers []desired.OwnedInformer
+	fooInformer    cache.SharedIndexInformer
+	workers        int
+}
+
+// Run starts the informers, and runs the controller, which waits for them to
+// sync, until ctx ends; then it waits for the informers to stop.
+func (s *shardController) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	var ownedInformersDone sync.WaitGroup
-	for _, ownedInformer := range ownedInformers {
-		ownedInformersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
-	}
-	sampleInformerFactory.Start(ctx.Done())
-	defer ownedInformersDone.Wait()
-	defer sampleInformerFactory.Shutdown()
+	var informersDone sync.WaitGroup
+	defer informersDone.Wait()
 	defer cancel()
-
-	runController := func(ctx context.Context) error { return controller.Run(ctx, o.Workers) }
-	if !o.LeaderElection.Enabled {
-		return runController(ctx)
+	for _, ownedInformer := range s.ownedInformers {
+		informersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
 	}
-	return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, runController)
+	informersDone.Go(func() { s.fooInformer.RunWithContext(ctx) })
+	return s.Controller.Run(ctx, s.workers)
 }

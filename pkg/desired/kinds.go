@@ -57,16 +57,16 @@ type OwnedInformer struct {
 // registrations (in production, Registrations), in order: the objects of
 // that kind the controller manages (labelled LabelManagedBy) in namespace
 // ("" for all), each cached as its owned.Object and indexed by the Foo that
-// controls it.
+// controls it; narrow, if not nil, narrows them to one shard (pkg/sharding).
 func NewOwnedInformers(
 	registrations []owned.Registered[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
-	resyncPeriod time.Duration,
+	resyncPeriod time.Duration, narrow func(*cache.ListWatch) *cache.ListWatch,
 ) ([]OwnedInformer, error) {
 	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
 	informers := make([]OwnedInformer, 0, len(registrations))
 	for _, registered := range registrations {
 		informer, err := registered.NewInformer(clientset, namespace, managedBy, samplecontroller.ControllerName,
-			samplecontroller.FooGroupKind, resyncPeriod)
+			samplecontroller.FooGroupKind, resyncPeriod, narrow)
 		if err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func DefaultNamespace() string {
 func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence,
 	run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
-	client, err := leaseClient(kubeCfg, cfg.RetryPeriod)
+	client, err := LeaseClient(kubeCfg, cfg.RetryPeriod)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 // controller's own: the audit log tells them from the controller's writes.
 const LeaseUserAgentSuffix = "/leader-election"
 
-// leaseClient is the client of the Lease requests: a client and a rate
+// LeaseClient is the client of the Lease requests: a client and a rate
 // limiter of their own (client-go's default, 5 per second, burst 10: they
 // make a request or two per retry period), so that a renewal is never held
 // back behind the controller's requests, should -kube-api-qps limit those.
@@ -204,7 +204,7 @@ const LeaseUserAgentSuffix = "/leader-election"
 // to lead go on. Bounded, the process exits within renew deadline + retry
 // period (12 s by default), before a standby may take the Lease (lease
 // duration, 15 s).
-func leaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
+func LeaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(kubeCfg)
 	cfg.UserAgent = kubeCfg.UserAgent + LeaseUserAgentSuffix // sample-controller/<identity>/leader-election
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = rest.DefaultQPS, rest.DefaultBurst, nil

@@ -91,8 +91,8 @@ func fenceWindow(cfg Config) time.Duration {
 	return min(cfg.RenewDeadline+cfg.RetryPeriod, cfg.LeaseDuration)
 }
 
-// renewedAt records a successful acquisition or renewal sent at t.
-func (f *Fence) renewedAt(t time.Time) {
+// RenewedAt records a successful acquisition or renewal sent at t.
+func (f *Fence) RenewedAt(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t.After(f.renewed) {
@@ -102,8 +102,8 @@ func (f *Fence) renewedAt(t time.Time) {
 	f.renewal = make(chan struct{})
 }
 
-// close closes the fence until the next renewal.
-func (f *Fence) close() {
+// Close closes the fence until the next renewal.
+func (f *Fence) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.renewed = time.Time{}
@@ -261,7 +261,7 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 // taken over (the soak's audit log, docs/performance.md).
 func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write func() error) error {
 	if ler.HolderIdentity != l.Identity() {
-		l.fence.close()
+		l.fence.Close()
 		l.mu.Lock()
 		readHolder := l.readHolder
 		l.mu.Unlock()
@@ -274,6 +274,6 @@ func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write 
 	if err := write(); err != nil {
 		return err
 	}
-	l.fence.renewedAt(sent)
+	l.fence.RenewedAt(sent)
 	return nil
 }

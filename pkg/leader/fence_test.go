@@ -72,7 +72,7 @@ func TestFenceOpensAtRenewalAndClosesAfterTheWindow(t *testing.T) {
 		t.Fatalf("before any renewal: %v, want ErrFenced", err)
 	}
 
-	f.renewedAt(c.t)
+	f.RenewedAt(c.t)
 	c.t = c.t.Add(11*time.Second + 999*time.Millisecond)
 	if err := f.Check(); err != nil {
 		t.Fatalf("11.999 s after the renewal: %v, want open", err)
@@ -84,8 +84,8 @@ func TestFenceOpensAtRenewalAndClosesAfterTheWindow(t *testing.T) {
 
 	// A renewal sent before the last one recorded (an answer arriving
 	// late) does not move the window back.
-	f.renewedAt(c.t)
-	f.renewedAt(c.t.Add(-5 * time.Second))
+	f.RenewedAt(c.t)
+	f.RenewedAt(c.t.Add(-5 * time.Second))
 	c.t = c.t.Add(11 * time.Second)
 	if err := f.Check(); err != nil {
 		t.Fatalf("11 s after the latest renewal: %v, want open", err)
@@ -335,7 +335,7 @@ func TestGuardedClientWritesOnlyWhileTheFenceIsOpen(t *testing.T) {
 		}
 	}
 	// Open: everything passes.
-	f.renewedAt(c.t)
+	f.RenewedAt(c.t)
 	for _, method := range []string{"PATCH", "DELETE"} {
 		if err := send(method); err != nil {
 			t.Errorf("%s while open: %v", method, err)
@@ -360,7 +360,7 @@ func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
 	at := func(d time.Duration) time.Time { return start.Add(d) }
 	f := NewFence(Config{LeaseDuration: time.Second, RenewDeadline: 200 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}) // a 300 ms window
 	f.now = func() time.Time { return at(time.Duration(elapsed.Load())) }
-	f.renewedAt(at(0))
+	f.RenewedAt(at(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	closed := f.closed(ctx)
@@ -368,7 +368,7 @@ func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
 	// Renewed at 200 ms: the window moves to end at 500 ms, past the first
 	// closing time (300 ms).
 	elapsed.Store(int64(200 * time.Millisecond))
-	f.renewedAt(at(200 * time.Millisecond))
+	f.RenewedAt(at(200 * time.Millisecond))
 	elapsed.Store(int64(499 * time.Millisecond))
 	// The goroutine looks at the clock whenever the time it computed is
 	// left passes: a second gives it many looks, none of which may close.
@@ -394,7 +394,7 @@ func TestWaitOpenReturnsAtTheNextRenewalOrWhenCancelled(t *testing.T) {
 	f := fenceAt(c)
 	opened := make(chan error)
 	go func() { opened <- f.WaitOpen(context.Background()) }()
-	f.renewedAt(c.t)
+	f.RenewedAt(c.t)
 	select {
 	case err := <-opened:
 		if err != nil {

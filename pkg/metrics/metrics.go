@@ -49,8 +49,8 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
-	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 )
 
 // reasonLabel is the label that says why, on every metric that has one.
@@ -132,11 +132,54 @@ var (
 			"Rising: something sends /metrics many tokens it has not reviewed, e.g. a flood of random ones.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{reasonLabel})
+
+	// The shards of -shards (pkg/sharding), set by a sharded replica alone.
+	Shards = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: Subsystem,
+		Name:      "shards",
+		Help: "How many shards the Foos are split into (-shards), as this replica was told; not served by an " +
+			"unsharded replica. The sum of samplecontroller_shards_held over the replicas falls short of it while a " +
+			"shard has no holder.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	ShardsHeld = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem:      Subsystem,
+		Name:           "shards_held",
+		Help:           "The shards whose Lease this replica holds, and whose Foos it reconciles.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	ShardHandovers = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: Subsystem,
+		Name:      "shard_handovers_total",
+		Help: "Shards this replica took or gave up, by event: acquired (it took the shard's Lease), released (it " +
+			"gave the shard up to the replica it is now assigned to, its workers done), lost (its Lease was taken, " +
+			"or not renewed within the renew deadline: its writes had stopped at the fence).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"event"})
+	ShardTakeoverDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: Subsystem,
+		Name:      "shard_takeover_seconds",
+		Help: "For each shard this replica took from another, the time from the previous holder's last renewal or " +
+			"release, as this replica saw it, to this replica's caches of the shard holding a full list, when it " +
+			"starts to reconcile it.",
+		// 0.5 s to ~68 min: a release is taken at the next retry period, a
+		// dead holder's Lease after the lease duration, and the list takes
+		// what the shard's objects take.
+		Buckets:        metrics.ExponentialBuckets(0.5, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+	ShardFiltering = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: Subsystem,
+		Name:      "shard_filtering",
+		Help: "1 for who filters this replica's shards: server (the API server applies the shardSelector, " +
+			"ShardedListAndWatch) or client (it sends every object, and the replica drops the other shards').",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mode"})
 )
 
 func init() {
 	legacyregistry.MustRegister(ReconcileTotal, reconcileDuration, EventsDropped, WebhookForeignCAs, WebhookRefusedCAs,
-		MetricsReviewsRefused)
+		MetricsReviewsRefused, Shards, ShardsHeld, ShardHandovers, ShardTakeoverDuration, ShardFiltering)
 }
 
 // ObserveSync records the result and duration of one sync, given the error
@@ -191,13 +234,14 @@ var fooReadinessDesc = metrics.NewDesc(Subsystem+"_foos",
 // and no state to keep in step with the cache.
 type fooReadinessCollector struct {
 	metrics.BaseStableCollector
-	foos listers.FooLister
+	list func(labels.Selector) ([]*samplev1beta1.Foo, error)
 }
 
 // NewFooReadinessCollector returns the collector of samplecontroller_foos,
-// counting the Foos foos lists.
-func NewFooReadinessCollector(lister listers.FooLister) metrics.StableCollector {
-	return &fooReadinessCollector{foos: lister}
+// counting the Foos list returns: a FooLister's List, or a sharded replica's
+// over the shards it holds.
+func NewFooReadinessCollector(list func(labels.Selector) ([]*samplev1beta1.Foo, error)) metrics.StableCollector {
+	return &fooReadinessCollector{list: list}
 }
 
 func (c *fooReadinessCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
@@ -205,7 +249,7 @@ func (c *fooReadinessCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 }
 
 func (c *fooReadinessCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	cached, err := c.foos.List(labels.Everything())
+	cached, err := c.list(labels.Everything())
 	if err != nil {
 		return // a cache lister does not fail
 	}

@@ -63,7 +63,7 @@ samplecontroller_foos{ready="False",reason="Progressing"} 1
 samplecontroller_foos{ready="True",reason="Available"} 2
 samplecontroller_foos{ready="Unknown",reason=""} 1
 `
-	collector := NewFooReadinessCollector(listers.NewFooLister(indexer))
+	collector := NewFooReadinessCollector(listers.NewFooLister(indexer).List)
 	if err := testutil.CustomCollectAndCompare(collector, strings.NewReader(want), "samplecontroller_foos"); err != nil {
 		t.Error(err)
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// Shards is how many shards the Foos are split into (pkg/sharding); 1:
+	// unsharded, one leader reconciles them all.
+	Shards int
 
 	Metrics        serving.MetricsOptions
 	ProbeAddr      string
@@ -76,7 +79,13 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"The address of the Kubernetes API server. Overrides the server of the kubeconfig.")
 	fs.StringVar(&o.Namespace, "namespace", metav1.NamespaceAll,
 		"Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
-	fs.IntVar(&o.Workers, "workers", 8, "Number of Foos synced in parallel. At least 1.")
+	fs.IntVar(&o.Workers, "workers", 8,
+		"Number of Foos synced in parallel, in each shard this replica holds. At least 1.")
+	fs.IntVar(&o.Shards, "shards", 1,
+		"Split the Foos into this many shards by a hash of their namespace, held by the replicas through a Lease "+
+			"each, so that every replica reconciles its share; the API server filters each replica's lists and "+
+			"watches where its ShardedListAndWatch feature gate is on. 1: one leader reconciles every Foo. "+
+			"Every replica must be given the same number; see docs/operations.md before changing it.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", 10*time.Hour,
 		"How often every Foo is re-checked against its Deployment even without a change; "+
 			"a resync writes only what drifted. At least 1s.")
@@ -179,9 +188,20 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if o.Shards < 1 || o.Shards > maxShards {
+		errs = append(errs, fmt.Errorf("-shards is %d: it must be from 1 to %d", o.Shards, maxShards))
+	}
+	if o.Shards > 1 && !o.LeaderElection.Enabled {
+		errs = append(errs, fmt.Errorf("-shards is %d with -leader-elect=false: the replicas agree on who holds "+
+			"each shard through Leases, in -leader-elect-namespace", o.Shards))
+	}
 	errs = append(errs, o.validatePeriods()...)
 	return errors.Join(errs...)
 }
+
+// maxShards bounds -shards: each shard held is a Lease renewed every retry
+// period, and lists and watches of its own.
+const maxShards = 256
 
 // minResyncPeriod is the shortest resync client-go's shared informers make
 // (k8s.io/client-go/tools/cache's minimumResyncPeriod, unexported): a

@@ -42,16 +42,19 @@ type ListWatcher[L runtime.Object] interface {
 // streams lists (cache.ToListWatcherWithWatchListSemantics), as a shared
 // informer factory's informer does.
 //
+// narrow, if not nil, narrows what it lists and watches (pkg/sharding's
+// Shard.Narrow: the objects of one shard alone).
+//
 // Its own, not a shared informer factory's: the factory's informer comes
 // with a typed lister that any other reader of that factory would trust to
 // hand out the kind's Go type, and with this transform it would hand out
 // Objects. Read it through its indexer (Registration.Get).
 func NewInformer[L runtime.Object](
 	transform cache.TransformFunc, client ListWatcher[L], clientset any, managedBy labels.Set,
-	example runtime.Object, resyncPeriod time.Duration, indexers cache.Indexers,
+	example runtime.Object, resyncPeriod time.Duration, indexers cache.Indexers, narrow func(*cache.ListWatch) *cache.ListWatch,
 ) (cache.SharedIndexInformer, error) {
 	selector := labels.SelectorFromSet(managedBy).String()
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
 			return client.List(ctx, opts)
@@ -60,8 +63,11 @@ func NewInformer[L runtime.Object](
 			opts.LabelSelector = selector
 			return client.Watch(ctx, opts)
 		},
-	}, clientset)
-	informer := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{
+	}
+	if narrow != nil {
+		lw = narrow(lw)
+	}
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, clientset), example, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resyncPeriod,
 		Indexers:     indexers,
 	})

@@ -138,9 +138,11 @@ type Registered[O Owner] interface {
 	// NewInformer returns the controller's informer of the objects of the
 	// kind labelled managedBy in namespace ("" for all), whose cache holds
 	// each as its Object for the controller's fieldManager, indexed by the
-	// owner that controls it.
+	// owner that controls it; narrow, if not nil, narrows its lists and
+	// watches further (NewInformer).
 	NewInformer(clientset kubernetes.Interface, namespace string, managedBy labels.Set, fieldManager string,
-		ownerKind schema.GroupKind, resyncPeriod time.Duration) (cache.SharedIndexInformer, error)
+		ownerKind schema.GroupKind, resyncPeriod time.Duration, narrow func(*cache.ListWatch) *cache.ListWatch,
+	) (cache.SharedIndexInformer, error)
 
 	// Want is the object owner asks for (Registration.For).
 	Want(owner O) Wanted
@@ -176,9 +178,10 @@ func (r *Registration[O, T, L, AC, S]) GroupResource() schema.GroupResource { re
 // NewInformer implements Registered.
 func (r *Registration[O, T, L, AC, S]) NewInformer(clientset kubernetes.Interface, namespace string,
 	managedBy labels.Set, fieldManager string, ownerKind schema.GroupKind, resyncPeriod time.Duration,
+	narrow func(*cache.ListWatch) *cache.ListWatch,
 ) (cache.SharedIndexInformer, error) {
 	informer, err := NewInformer(r.TransformFor(fieldManager), r.Client(clientset, namespace), clientset,
-		managedBy, r.newObject(), resyncPeriod, Indexers(ownerKind))
+		managedBy, r.newObject(), resyncPeriod, Indexers(ownerKind), narrow)
 	if err != nil {
 		return nil, fmt.Errorf("the %s informer: %w", r.Kind, err)
 	}

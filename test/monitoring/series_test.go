@@ -58,7 +58,7 @@ func ownSeries(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	readiness := k8smetrics.NewKubeRegistry()
-	readiness.CustomMustRegister(metrics.NewFooReadinessCollector(listers.NewFooLister(indexer)))
+	readiness.CustomMustRegister(metrics.NewFooReadinessCollector(listers.NewFooLister(indexer).List))
 
 	var names []string
 	for _, gatherer := range []interface {

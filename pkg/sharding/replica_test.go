@@ -1,0 +1,318 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package sharding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-samples/sample-controller/pkg/leader"
+)
+
+const leaseNamespace, leaseSet = "sample-controller", "sample-controller"
+
+// leaseServer is a fake clientset whose Leases keep the API server's rule the
+// Replica relies on: each write gets a new resourceVersion, and an update
+// carrying another than the stored one is refused 409.
+func leaseServer() *fake.Clientset {
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	version := 0
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	client.PrependReactor("create", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		version++
+		action.(clienttesting.CreateAction).GetObject().(*coordinationv1.Lease).ResourceVersion = strconv.Itoa(version)
+		return false, nil, nil
+	})
+	client.PrependReactor("update", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lease := action.(clienttesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		stored, err := client.Tracker().Get(gvr, lease.Namespace, lease.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if stored.(*coordinationv1.Lease).ResourceVersion != lease.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), lease.Name, errors.New("changed since read"))
+		}
+		version++
+		lease.ResourceVersion = strconv.Itoa(version)
+		return false, nil, nil
+	})
+	return client
+}
+
+// fakeController is a shard's Controller that runs until stopped.
+type fakeController struct {
+	shard   Shard
+	fence   *leader.Fence
+	stopped chan struct{}
+}
+
+func (c *fakeController) Run(ctx context.Context) error {
+	<-ctx.Done()
+	close(c.stopped)
+	return nil
+}
+
+func (c *fakeController) HasSynced() bool { return true }
+
+// testReplica is a Replica on a clock the test moves, with the Controllers
+// it built.
+type testReplica struct {
+	*Replica
+	mu    sync.Mutex
+	built []*fakeController
+}
+
+func newTestReplica(client *fake.Clientset, identity string, count int, offset *time.Duration) *testReplica {
+	cfg := leader.Config{Enabled: true, Namespace: leaseNamespace, Name: leaseSet, Identity: identity,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	t := &testReplica{}
+	t.Replica = NewReplica(count, cfg, client.CoordinationV1().Leases(leaseNamespace),
+		func(shard Shard, fence *leader.Fence) (Controller, error) {
+			c := &fakeController{shard: shard, fence: fence, stopped: make(chan struct{})}
+			t.mu.Lock()
+			t.built = append(t.built, c)
+			t.mu.Unlock()
+			return c, nil
+		})
+	t.now = func() time.Time { return time.Now().Add(*offset) }
+	return t
+}
+
+// heldShards are the indexes of the shards the replica holds, in order.
+func (r *testReplica) heldShards() []int {
+	r.Replica.mu.Lock()
+	defer r.Replica.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.held))
+}
+
+// controllerOf is the last Controller the replica built for shard index.
+func (r *testReplica) controllerOf(index int) *fakeController {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range slices.Backward(r.built) {
+		if c.shard.Index == index {
+			return c
+		}
+	}
+	return nil
+}
+
+// holders reads who holds each shard Lease of count, "" for none or missing.
+func holders(t *testing.T, client *fake.Clientset, count int) []string {
+	t.Helper()
+	got := make([]string, count)
+	for i := range got {
+		lease, err := client.CoordinationV1().Leases(leaseNamespace).Get(context.Background(),
+			ShardLeaseName(leaseSet, Shard{i, count}), metav1.GetOptions{})
+		if err == nil {
+			got[i] = holderOf(lease)
+		} else if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+// waitReleased waits until none of shards is held by anyone.
+func waitReleased(t *testing.T, client *fake.Clientset, count int, shards ...int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			h := holders(t, client, count)
+			return !slices.ContainsFunc(shards, func(i int) bool { return h[i] != "" }), nil
+		})
+	if err != nil {
+		t.Fatalf("shards %v not released: %v", shards, holders(t, client, count))
+	}
+}
+
+func stopped(c *fakeController) bool {
+	select {
+	case <-c.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Assign(4, [a, b]) gives b the shards 0 and 1, and a 2 and 3: assign.go's
+// ranks, worked out apart from the code (FNV-1a 64 of "a/0", "b/0", ...).
+func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset time.Duration
+	a := newTestReplica(client, "a", 4, &offset)
+	a.round(ctx)
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"a", "a", "a", "a"}) {
+		t.Fatalf("alone, a holds %v, want every shard", got)
+	}
+
+	b := newTestReplica(client, "b", 4, &offset)
+	b.round(ctx) // b's member Lease; the shards assigned to it are still a's
+	if got := b.heldShards(); len(got) != 0 {
+		t.Fatalf("b took %v while a held them", got)
+	}
+	a.round(ctx) // a sees b, and releases what is b's now
+	waitReleased(t, client, 4, 0, 1)
+	for _, i := range []int{0, 1} {
+		c := a.controllerOf(i)
+		if !stopped(c) {
+			t.Errorf("a released shard %d with its controller running", i)
+		}
+		if c.fence.Check() == nil {
+			t.Errorf("a released shard %d with its fence open", i)
+		}
+	}
+	b.round(ctx)
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "a", "a"}) {
+		t.Errorf("shard Leases held by %v, want [b b a a]", got)
+	}
+	if got := a.heldShards(); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("a runs the shards %v, want [2 3]", got)
+	}
+	if got := b.heldShards(); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("b runs the shards %v, want [0 1]", got)
+	}
+	for _, i := range []int{0, 1} {
+		if c := b.controllerOf(i); c == nil || c.fence.Check() != nil {
+			t.Errorf("b holds shard %d without a controller whose fence is open", i)
+		}
+	}
+}
+
+func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDuration(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset time.Duration
+	a, b := newTestReplica(client, "a", 4, &offset), newTestReplica(client, "b", 4, &offset)
+	a.round(ctx)
+	b.round(ctx)
+	a.round(ctx)
+	waitReleased(t, client, 4, 0, 1)
+	b.round(ctx)
+
+	// a stops renewing. Just short of the lease duration, b waits.
+	offset = 14 * time.Second
+	b.round(ctx)
+	if got := b.heldShards(); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("b runs %v before a's Leases expired, want [0 1]", got)
+	}
+	offset = 16 * time.Second
+	b.round(ctx)
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "b", "b"}) {
+		t.Errorf("after the lease duration, shard Leases held by %v, want b everywhere", got)
+	}
+	lease, err := client.CoordinationV1().Leases(leaseNamespace).Get(ctx, ShardLeaseName(leaseSet, Shard{2, 4}),
+		metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(lease.Spec.LeaseTransitions, 0); got != 1 {
+		t.Errorf("shard 2's Lease changed hands %d times, want 1", got)
+	}
+
+	// a wakes up: it finds its shards taken, and stops them at once.
+	a.round(ctx)
+	if got := a.heldShards(); len(got) != 0 {
+		t.Errorf("a, its Leases taken, still runs %v", got)
+	}
+	for _, i := range []int{2, 3} {
+		if c := a.controllerOf(i); c.fence.Check() == nil {
+			t.Errorf("a lost shard %d with its fence open", i)
+		}
+	}
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "b", "b"}) {
+		t.Errorf("a changed the Leases it lost: %v", got)
+	}
+}
+
+func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.T) {
+	for _, other := range []string{leaseSet, ShardLeaseName(leaseSet, Shard{0, 2})} {
+		t.Run(other, func(t *testing.T) {
+			ctx := context.Background()
+			client := leaseServer()
+			var offset time.Duration
+			held := newLease(leaseNamespace, other, leaseSet, "old-replica", 15*time.Second, time.Now())
+			if _, err := client.CoordinationV1().Leases(leaseNamespace).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r := newTestReplica(client, "new", 4, &offset)
+			r.round(ctx)
+			if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+				t.Errorf("while %s is held, shard Leases held by %v, want none", other, got)
+			}
+			offset = 16 * time.Second // its holder stopped renewing it
+			r.round(ctx)
+			if got := fmt.Sprint(holders(t, client, 4)); got != "[new new new new]" {
+				t.Errorf("once %s expired, shard Leases held by %v, want new everywhere", other, got)
+			}
+		})
+	}
+}
+
+func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
+	client := leaseServer()
+	var offset time.Duration
+	r := newTestReplica(client, "a", 4, &offset)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		r.Run(ctx)
+		close(done)
+	}()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return len(r.heldShards()) == 4, nil })
+	if err != nil {
+		t.Fatalf("a holds %v, want 4 shards", r.heldShards())
+	}
+	cancel()
+	<-done
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+		t.Errorf("after leaving, shard Leases held by %v, want none", got)
+	}
+	for i := range 4 {
+		if !stopped(r.controllerOf(i)) {
+			t.Errorf("left with shard %d's controller running", i)
+		}
+	}
+	_, err = client.CoordinationV1().Leases(leaseNamespace).Get(context.Background(),
+		memberLeaseName(leaseSet, "a"), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the member Lease after leaving: %v, want NotFound", err)
+	}
+}
