@@ -49,6 +49,10 @@ const (
 	shardInfix    = "-shard-"
 )
 
+// LeasePrefixes are the prefixes of the names of the member and shard
+// Leases named after name: what the own-names admission policy admits.
+func LeasePrefixes(name string) []string { return []string{name + shardInfix, name + memberInfix} }
+
 // memberLeaseName is the member Lease of the replica identity: a hash, since
 // an identity (host name and UUID, pkg/leader) is no valid object name.
 func memberLeaseName(name, identity string) string {

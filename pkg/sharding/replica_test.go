@@ -285,6 +285,38 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 	}
 }
 
+// What a replica sends is what artifacts/deploy/sharding-role.yaml grants,
+// with the creates of the leader election Role (test/names).
+func TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
+	client := leaseServer()
+	var offset time.Duration
+	r := newTestReplica(client, "a", 2, &offset)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		r.Run(ctx)
+		close(done)
+	}()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return len(r.heldShards()) == 2, nil })
+	if err != nil {
+		t.Fatalf("a holds %v, want 2 shards", r.heldShards())
+	}
+	cancel()
+	<-done
+	verbs := map[string]bool{}
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource != "leases" || a.GetNamespace() != leaseNamespace {
+			t.Errorf("sent %s %s in %q, want Leases of %q alone", a.GetVerb(), a.GetResource(), a.GetNamespace(),
+				leaseNamespace)
+		}
+		verbs[a.GetVerb()] = true
+	}
+	if got, want := slices.Sorted(maps.Keys(verbs)), []string{"create", "delete", "list", "update"}; !slices.Equal(got, want) {
+		t.Errorf("verbs sent %v, want %v", got, want)
+	}
+}
+
 func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 	client := leaseServer()
 	var offset time.Duration

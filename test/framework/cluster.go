@@ -250,14 +250,19 @@ func (k *kwokctl) saveLogs() error {
 }
 
 // writePortsConfig writes the KwokctlConfiguration that gives the
-// components their ports, and returns its path. kwokctl itself would pick
+// components their ports, and the feature gates of the minor, and returns
+// its path. kwokctl itself would pick
 // the first free ones from 32767 down: every cluster tries the same, and
 // takes the port of another cluster's component that is down for a moment
 // (a test killed it). A block at random is all but never another cluster's.
-func (k *kwokctl) writePortsConfig() (string, error) {
+func (k *kwokctl) writePortsConfig(minor string) (string, error) {
 	p, err := freePortBlock(6)
 	if err != nil {
 		return "", err
+	}
+	featureGates := ""
+	if minorNumber(minor) >= shardedListAndWatchSince {
+		featureGates = "  kubeFeatureGates: ShardedListAndWatch=true\n"
 	}
 	config := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1beta1
 kind: KwokctlConfiguration
@@ -268,13 +273,19 @@ options:
   kubeControllerManagerPort: %d
   kubeSchedulerPort: %d
   kwokControllerPort: %d
-`, p, p+1, p+2, p+3, p+4, p+5)
+%s`, p, p+1, p+2, p+3, p+4, p+5, featureGates)
 	if err := os.MkdirAll(k.workdir, 0o755); err != nil {
 		return "", err
 	}
 	path := filepath.Join(k.workdir, "ports.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }
+
+// shardedListAndWatchSince is the first minor with the ShardedListAndWatch
+// feature gate (KEP-5866), alpha and off by default: the control plane turns
+// it on, so that the API server filters a sharded controller's lists and
+// watches (pkg/sharding). An older kube-apiserver refuses the unknown gate.
+const shardedListAndWatchSince = 36
 
 // freePortBlock returns the first of n consecutive ports, all free now on
 // 127.0.0.1, from [10000, 32768): below the kernel's ephemeral ports (from
@@ -350,7 +361,7 @@ func StartCluster(root, dir string, opts ...ClusterOption) (*Cluster, error) {
 // serving, the fake node Ready and untainted, the default ServiceAccount
 // there; and checks that it runs the Kubernetes minor asked for.
 func startCluster(k *kwokctl, o clusterOptions) (*Cluster, error) {
-	portsConfig, err := k.writePortsConfig()
+	portsConfig, err := k.writePortsConfig(o.minor)
 	if err != nil {
 		return nil, err
 	}

@@ -106,6 +106,8 @@ func deployFiles() map[string]deployObject {
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),
 		"flowschema.yaml":                  object("FlowSchema", name+"-leader-election"),
+		"sharding-role.yaml":               object("Role", name+"-sharding"),
+		"sharding-rolebinding.yaml":        object("RoleBinding", name+"-sharding"),
 		"deployment.yaml":                  object("Deployment", name),
 		"poddisruptionbudget.yaml":         object("PodDisruptionBudget", name),
 		"service.yaml":                     object("Service", samplecontroller.MetricsServiceName),

@@ -81,6 +81,27 @@ func TestLeaderElectionRoleNamesTheDeployedLease(t *testing.T) {
 	}
 }
 
+// The sharding Role grants, on the Leases of the Deployment's namespace, the
+// verbs a sharded replica sends besides create (the leader election Role's,
+// confined by name by names-policy.yaml): list, update and delete, which
+// pkg/sharding's TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone
+// holds it to.
+func TestShardingRoleGrantsWhatAShardedReplicaSends(t *testing.T) {
+	var d appsv1.Deployment
+	decode(t, "deployment.yaml", &d)
+	var role rbacv1.Role
+	decode(t, "sharding-role.yaml", &role)
+	path := deployDir + "/sharding-role.yaml"
+	if role.Namespace != d.Namespace {
+		t.Errorf("%s: namespace %q, want the Deployment's %q, where the Leases live", path, role.Namespace, d.Namespace)
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
+		Verbs: []string{"delete", "list", "update"}}}
+	if !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("%s: rules %+v, want %+v", path, role.Rules, want)
+	}
+}
+
 // The FlowSchema sends the deployed replicas' Lease requests to the
 // leader-election priority level: the Deployment's ServiceAccount, in its
 // namespace, where the Lease lives, with every verb the leader election

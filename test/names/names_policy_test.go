@@ -29,6 +29,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/options"
+	"github.com/kube-samples/sample-controller/pkg/sharding"
 )
 
 // The names the deployed controller creates: the defaults of its flags,
@@ -58,7 +59,8 @@ func createdNames(t *testing.T) map[string]string {
 // The own-names policy admits, of the creates of Secrets, ConfigMaps and
 // Leases by the controller's ServiceAccount, exactly one name of each: the
 // Secret of -webhook-ca-secret, the metrics CA ConfigMap, and the Lease of
-// -leader-elect-id. A name renamed on one side only, and the controller's
+// -leader-elect-id, with, for sharding, the names that start with its
+// pkg/sharding.LeasePrefixes. A name renamed on one side only, and the controller's
 // own create would be refused the first time it makes it (a new cluster, a
 // CA Secret deleted), or another name admitted.
 func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
@@ -108,13 +110,23 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 	want := "has(object.metadata.name) && (" +
 		"(request.resource.resource == 'secrets' && object.metadata.name == 'sample-controller-webhook-ca') || " +
 		"(request.resource.resource == 'configmaps' && object.metadata.name == 'sample-controller-metrics-ca') || " +
-		"(request.resource.resource == 'leases' && object.metadata.name == 'sample-controller'))"
+		"(request.resource.resource == 'leases' && (object.metadata.name == 'sample-controller' || " +
+		"object.metadata.name.startsWith('sample-controller-shard-') || " +
+		"object.metadata.name.startsWith('sample-controller-member-'))))"
 	if got := strings.Join(strings.Fields(v.Expression), " "); got != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("%s: validation %q, want %q", path, got, want)
 	}
 	for resource, name := range names {
 		clause := "(request.resource.resource == '" + resource + "' && object.metadata.name == '" + name + "')"
-		if !strings.Contains(v.Expression, clause) {
+		if resource == "leases" {
+			clause = "(request.resource.resource == '" + resource + "' && (object.metadata.name == '" + name + "' ||"
+			for _, prefix := range sharding.LeasePrefixes(name) {
+				if p := "object.metadata.name.startsWith('" + prefix + "')"; !strings.Contains(v.Expression, p) {
+					t.Errorf("%s: the validation does not admit the Leases of sharding, %s*: %s", path, prefix, v.Expression)
+				}
+			}
+		}
+		if !strings.Contains(strings.Join(strings.Fields(v.Expression), " "), clause) {
 			t.Errorf("%s: the validation does not admit the %s %q the controller creates: %s", path, resource, name, v.Expression)
 		}
 		if !strings.Contains(v.Message, name) {
