@@ -187,11 +187,21 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 		defer sampleInformerFactory.Shutdown()
 		defer cancel()
 
-		runController := func(ctx context.Context) error { return controller.Run(ctx, o.Workers) }
 		if !o.LeaderElection.Enabled {
-			return runController(ctx)
+			return controller.Run(ctx, o.Workers)
 		}
-		return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, runController)
+		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod)
+		if err != nil {
+			return err
+		}
+		return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, func(ctx context.Context) error {
+			// After a change from several shards to one, the old shard holders first.
+			leases := leaseClient.CoordinationV1().Leases(o.LeaderElection.Namespace)
+			if err := sharding.WaitUnsharded(ctx, o.LeaderElection, leases); err != nil {
+				return nil // shutdown began
+			}
+			return controller.Run(ctx, o.Workers)
+		})
 	}
 	return &work{synced: controller.cachesSynced(), listFoos: controller.foosLister.List, run: run}, nil
 }

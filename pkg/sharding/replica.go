@@ -422,3 +422,44 @@ func (r *Replica) Held() []Controller {
 func (r *Replica) HasSynced() bool {
 	return !slices.ContainsFunc(r.Held(), func(c Controller) bool { return !c.HasSynced() })
 }
+
+// WaitUnsharded waits until no replica holds a shard Lease named after
+// cfg.Name, of any count: seen released, or unchanged for the lease duration.
+// The unsharded leader calls it before its first write, so that a rolling
+// update from several shards to one never has the new leader and the old
+// shard holders write at once, as a sharded replica takes no shard while the
+// leader's Lease is held (Replica.otherWriter). Replicas without the
+// sharding Role's list cannot have been sharded: it returns at once.
+func WaitUnsharded(ctx context.Context, cfg leader.Config, leases coordinationclient.LeaseInterface) error {
+	logger := klog.FromContext(ctx)
+	observed := map[string]observation{}
+	logged := false
+	return wait.PollUntilContextCancel(ctx, cfg.RetryPeriod, true, func(ctx context.Context) (bool, error) {
+		list, err := leases.List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			return true, nil
+		}
+		if err != nil {
+			logger.Error(err, "Could not read the Leases to learn whether shard holders still write")
+			return false, nil
+		}
+		now := time.Now()
+		var held []string
+		for _, lease := range list.Items {
+			if _, ok := parseShardLease(cfg.Name, lease.Name); !ok || holderOf(&lease) == "" {
+				continue
+			}
+			if seen, ok := observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
+				observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
+			}
+			if now.Sub(observed[lease.Name].at) < cfg.LeaseDuration {
+				held = append(held, lease.Name)
+			}
+		}
+		if len(held) > 0 && !logged {
+			logger.Info("Waiting for the replicas of another sharding to release their shards", "leases", held)
+			logged = true
+		}
+		return len(held) == 0, nil
+	})
+}

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ type testReplica struct {
 	built []*fakeController
 }
 
-func newTestReplica(client *fake.Clientset, identity string, count int, offset *time.Duration) *testReplica {
+func newTestReplica(client *fake.Clientset, identity string, count int, offset *atomic.Int64) *testReplica {
 	cfg := leader.Config{Enabled: true, Namespace: leaseNamespace, Name: leaseSet, Identity: identity,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 	t := &testReplica{}
@@ -109,7 +110,7 @@ func newTestReplica(client *fake.Clientset, identity string, count int, offset *
 			t.mu.Unlock()
 			return c, nil
 		})
-	t.now = func() time.Time { return time.Now().Add(*offset) }
+	t.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	return t
 }
 
@@ -175,7 +176,7 @@ func stopped(c *fakeController) bool {
 func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
-	var offset time.Duration
+	var offset atomic.Int64
 	a := newTestReplica(client, "a", 4, &offset)
 	a.round(ctx)
 	if got := holders(t, client, 4); !slices.Equal(got, []string{"a", "a", "a", "a"}) {
@@ -218,7 +219,7 @@ func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *te
 func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDuration(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
-	var offset time.Duration
+	var offset atomic.Int64
 	a, b := newTestReplica(client, "a", 4, &offset), newTestReplica(client, "b", 4, &offset)
 	a.round(ctx)
 	b.round(ctx)
@@ -227,12 +228,12 @@ func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDurat
 	b.round(ctx)
 
 	// a stops renewing. Just short of the lease duration, b waits.
-	offset = 14 * time.Second
+	offset.Store(int64(14 * time.Second))
 	b.round(ctx)
 	if got := b.heldShards(); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("b runs %v before a's Leases expired, want [0 1]", got)
 	}
-	offset = 16 * time.Second
+	offset.Store(int64(16 * time.Second))
 	b.round(ctx)
 	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "b", "b"}) {
 		t.Errorf("after the lease duration, shard Leases held by %v, want b everywhere", got)
@@ -266,7 +267,7 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 		t.Run(other, func(t *testing.T) {
 			ctx := context.Background()
 			client := leaseServer()
-			var offset time.Duration
+			var offset atomic.Int64
 			held := newLease(leaseNamespace, other, leaseSet, "old-replica", 15*time.Second, time.Now())
 			if _, err := client.CoordinationV1().Leases(leaseNamespace).Create(ctx, held, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -276,7 +277,7 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 			if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
 				t.Errorf("while %s is held, shard Leases held by %v, want none", other, got)
 			}
-			offset = 16 * time.Second // its holder stopped renewing it
+			offset.Store(int64(16 * time.Second)) // its holder stopped renewing it
 			r.round(ctx)
 			if got := fmt.Sprint(holders(t, client, 4)); got != "[new new new new]" {
 				t.Errorf("once %s expired, shard Leases held by %v, want new everywhere", other, got)
@@ -289,7 +290,7 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 // with the creates of the leader election Role (test/names).
 func TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
 	client := leaseServer()
-	var offset time.Duration
+	var offset atomic.Int64
 	r := newTestReplica(client, "a", 2, &offset)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -319,7 +320,7 @@ func TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
 
 func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 	client := leaseServer()
-	var offset time.Duration
+	var offset atomic.Int64
 	r := newTestReplica(client, "a", 4, &offset)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -346,5 +347,48 @@ func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 		memberLeaseName(leaseSet, "a"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the member Lease after leaving: %v, want NotFound", err)
+	}
+}
+
+func TestTheUnshardedLeaderWaitsForTheShardHoldersToRelease(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	held := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{3, 16}), leaseSet, "sharded", 15*time.Second,
+		time.Now())
+	held, err := leases.Create(ctx, held, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := leader.Config{Name: leaseSet, LeaseDuration: 15 * time.Second, RetryPeriod: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- WaitUnsharded(ctx, cfg, leases) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v while shard 3-of-16 was held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release(held)
+	if _, err := leases.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("returned %v once released, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting after the shard was released")
+	}
+}
+
+func TestTheUnshardedLeaderWithoutTheShardingRoleDoesNotWait(t *testing.T) {
+	client := leaseServer()
+	client.PrependReactor("list", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("no Role"))
+	})
+	cfg := leader.Config{Name: leaseSet, LeaseDuration: 15 * time.Second, RetryPeriod: time.Hour}
+	if err := WaitUnsharded(context.Background(), cfg, client.CoordinationV1().Leases(leaseNamespace)); err != nil {
+		t.Errorf("WaitUnsharded = %v, want nil at once", err)
 	}
 }
