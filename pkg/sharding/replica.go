@@ -119,18 +119,15 @@ func (r *Replica) Run(ctx context.Context) {
 	// client-go's elector's jitter: replicas started together spread out.
 	wait.JitterUntilWithContext(ctx, r.round, r.cfg.RetryPeriod, 1.2, true)
 
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
-	defer cancel()
+	// Every shard at once: each waits for its workers to finish the Foo in hand.
 	r.mu.Lock()
-	held := make([]*heldShard, 0, len(r.held))
 	for _, h := range r.held {
-		held = append(held, h)
+		r.done.Go(func() { r.release(ctx, h) })
 	}
 	r.mu.Unlock()
-	for _, h := range held {
-		r.release(shutdown, h)
-	}
 	r.done.Wait()
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+	defer cancel()
 	err := r.leases.Delete(shutdown, memberLeaseName(r.cfg.Name, r.cfg.Identity), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Could not delete this replica's member Lease; the others see it gone after the lease duration")
@@ -159,6 +156,7 @@ func (r *Replica) round(ctx context.Context) {
 		}
 	}
 	r.renewMember(ctx, leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)], now)
+	r.deleteDeadMembers(ctx, leases, now)
 
 	holders := Assign(r.count, r.liveMembers(leases, now))
 	r.mu.Lock()
@@ -214,6 +212,26 @@ func (r *Replica) liveMembers(leases map[string]*coordinationv1.Lease, now time.
 		}
 	}
 	return members
+}
+
+// deleteDeadMembers deletes the member Leases this replica has seen unchanged
+// for twice the lease duration: a replica killed leaves its own behind (one
+// that stops deletes it), and a Deployment's pods come and go. Deleted only
+// as seen, by resourceVersion: one renewed meanwhile stays.
+func (r *Replica) deleteDeadMembers(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+	for name, lease := range leases {
+		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) ||
+			now.Sub(r.observed[name].at) < 2*r.cfg.LeaseDuration {
+			continue
+		}
+		err := r.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+			ResourceVersion: &lease.ResourceVersion}})
+		if err == nil {
+			klog.FromContext(ctx).V(2).Info("Deleted the member Lease of a replica gone", "lease", name,
+				"holder", holderOf(lease))
+			delete(r.observed, name)
+		}
+	}
 }
 
 // isMemberLease reports whether name is a member Lease of the set name.
@@ -390,6 +408,9 @@ func (r *Replica) release(ctx context.Context, h *heldShard) {
 	h.fence.Close()
 	lease := h.lease.DeepCopy()
 	release(lease)
+	// Shutdown may have begun: the release is what lets another replica take the shard at once.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+	defer cancel()
 	_, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})
 	r.mu.Lock()
 	delete(r.held, h.shard.Index)

@@ -247,6 +247,18 @@ func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDurat
 		t.Errorf("shard 2's Lease changed hands %d times, want 1", got)
 	}
 
+	// Twice the lease duration unrenewed, a's member Lease is deleted.
+	offset.Store(int64(31 * time.Second))
+	b.round(ctx)
+	_, err = client.CoordinationV1().Leases(leaseNamespace).Get(ctx, memberLeaseName(leaseSet, "a"), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the member Lease of a, gone for twice the lease duration: %v, want NotFound", err)
+	}
+	if _, err := client.CoordinationV1().Leases(leaseNamespace).Get(ctx, memberLeaseName(leaseSet, "b"),
+		metav1.GetOptions{}); err != nil {
+		t.Errorf("b's own member Lease: %v", err)
+	}
+
 	// a wakes up: it finds its shards taken, and stops them at once.
 	a.round(ctx)
 	if got := a.heldShards(); len(got) != 0 {
