@@ -51,7 +51,8 @@ type ListWatcher[L runtime.Object] interface {
 // Objects. Read it through its indexer (Registration.Get).
 func NewInformer[L runtime.Object](
 	transform cache.TransformFunc, client ListWatcher[L], clientset any, managedBy labels.Set,
-	example runtime.Object, resyncPeriod time.Duration, indexers cache.Indexers, narrow func(*cache.ListWatch) *cache.ListWatch,
+	example runtime.Object, resyncPeriod time.Duration, indexers cache.Indexers,
+	narrow func(*cache.ListWatch) *cache.ListWatch,
 ) (cache.SharedIndexInformer, error) {
 	selector := labels.SelectorFromSet(managedBy).String()
 	lw := &cache.ListWatch{
@@ -67,7 +68,8 @@ func NewInformer[L runtime.Object](
 	if narrow != nil {
 		lw = narrow(lw)
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, clientset), example, cache.SharedIndexInformerOptions{
+	lwSemantics := cache.ToListWatcherWithWatchListSemantics(lw, clientset)
+	informer := cache.NewSharedIndexInformerWithOptions(lwSemantics, example, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resyncPeriod,
 		Indexers:     indexers,
 	})

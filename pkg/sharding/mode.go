@@ -29,9 +29,9 @@ import (
 type Mode string
 
 const (
-	// ModeServer: the API server sends the shard's objects alone.
+	// ModeServer is when the API server sends the shard's objects alone.
 	ModeServer Mode = "server"
-	// ModeClient: the API server sends everything, and the replica drops
+	// ModeClient is when the API server sends everything, and the replica drops
 	// what is not its shard's (Narrow): the same caches, at the cost of
 	// every object crossing the network once per shard held.
 	ModeClient Mode = "client"

@@ -91,7 +91,7 @@ func TestNarrowAsksTheServerAndDropsWhatItSendsOfOtherShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, 2)
 	for _, d := range list.(*appsv1.DeploymentList).Items {
 		names = append(names, d.Namespace+"/"+d.Name)
 	}
@@ -110,7 +110,7 @@ func TestNarrowAsksTheServerAndDropsWhatItSendsOfOtherShards(t *testing.T) {
 	fake.Action(watch.Bookmark, bookmark)
 	fake.Delete(&shop)
 	fake.Delete(&prod)
-	var events []string
+	events := make([]string, 0, 3)
 	for range 3 {
 		e := <-w.ResultChan()
 		events = append(events, string(e.Type)+" "+e.Object.(*appsv1.Deployment).Namespace)

@@ -101,7 +101,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	}
 	leaseNS := newNamespace(t, "shard-leases")
 	id := "e2e-shards"
-	var nss []string
+	nss := make([]string, 0, namespaces)
 	for range namespaces {
 		nss = append(nss, newNamespace(t, "sharded"))
 	}
@@ -139,9 +139,9 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	waitShardedFoosReady(t, nss, want)
 	t.Logf("3 replicas, %d shards, %d Foos in %d namespaces: every Foo Ready %v after the replicas started",
 		testShards, want, namespaces, time.Since(started).Round(time.Second))
-	expectCachesHoldTheirShards(t, leaseNS, id, nss, replicas, mode)
+	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
 	if server {
-		expectServerFiltersAsTheTestHashes(t, nss)
+		expectServerFiltersAsTheTestHashes(t)
 	}
 
 	// kill -9 one replica; change Foos of its shards before the others take them.
@@ -174,7 +174,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	start("replica-e")
 	waitShardsSpread(t, leaseNS, id, replicas)
 	waitShardedFoosReady(t, nss, want)
-	expectCachesHoldTheirShards(t, leaseNS, id, nss, replicas, mode)
+	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
 	for _, name := range []string{"replica-d", "replica-e"} {
 		r := replicas[name]
 		delete(replicas, name)
@@ -187,7 +187,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	}
 	waitShardsSpread(t, leaseNS, id, replicas)
 	waitShardedFoosReady(t, nss, want)
-	expectCachesHoldTheirShards(t, leaseNS, id, nss, replicas, mode)
+	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
 }
 
 // shardLeaseName is the Lease of the index-th of testShards shards.
@@ -300,8 +300,7 @@ func waitShardedFoosReady(t *testing.T, nss []string, want int) {
 // its cache holds the Foos of the shards it holds and no other
 // (samplecontroller_foos counts the cached Foos), and that it says who
 // filters (samplecontroller_shard_filtering).
-func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, nss []string,
-	replicas map[string]*shardedReplica, mode string) {
+func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[string]*shardedReplica, mode string) {
 	t.Helper()
 	for name, r := range replicas {
 		eventually(t, convergeTimeout, name+"'s cache to hold its shards' Foos alone",
@@ -336,7 +335,7 @@ func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, nss []string,
 // expectServerFiltersAsTheTestHashes lists the Foos of each shard with its
 // shardSelector, and checks that the API server sends the Foos of the
 // namespaces this test hashes into it, and says it filtered (ShardInfo).
-func expectServerFiltersAsTheTestHashes(t *testing.T, nss []string) {
+func expectServerFiltersAsTheTestHashes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for index := range testShards {
