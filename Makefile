@@ -167,14 +167,15 @@ e2e-suite: prometheus-tools
 K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k2,2nr)
 # The end-to-end tests e2e-minors leaves out: those that disturb a control
 # plane of their own for minutes (faults, chaos, the zombie leader, the slow
-# start) or run for an hour (the soak), and those that load the
+# start, the paused shard holder) or run for an hour (the soak), and those that load the
 # controller's own servers and queue (hostile and amplifying conversion
 # reviews, a metrics flood, the cold start's backlog) or read its metrics on
 # Prometheus. What
 # they prove is the controller's, not the API's: they run on the newest
 # minor, and leaving the second five out spares make test minutes of CPU
 # (docs/performance.md, make test).
-E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|TestSoakKeepsResourcesFlatAndInvariants|$\
+E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|$\
+  TestPausedShardHolderWritesNothingAfterItsShardsAreTaken|TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\
   TestLeaderKeepsLeaseThroughMetricsFlood|TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus)$$
 

@@ -125,7 +125,7 @@ func chaosFooName(i int) string { return fmt.Sprintf("%s-%03d", fooPrefix, i) }
 
 // addReplicaAccount creates a ServiceAccount in deployNamespace bound to
 // the roles artifacts/deploy binds its own to: the controller's ClusterRole,
-// the leader election Role and the webhook Role. The namespace goes with
+// the leader election, sharding and webhook Roles. The namespace goes with
 // applyDeployArtifacts' clean-up; the ClusterRoleBinding is removed here.
 func addReplicaAccount(t *testing.T, name string) {
 	t.Helper()
@@ -149,9 +149,9 @@ func addReplicaAccount(t *testing.T, name string) {
 			t.Errorf("removing ClusterRoleBinding %s: %v", name, err)
 		}
 	})
-	// The Roles of the namespace: the leader election Lease's and the
-	// webhook CA Secret's.
-	for _, role := range []string{deployName + "-leader-election", deployName + "-webhook"} {
+	// The Roles of the namespace: the leader election Lease's, the shard
+	// Leases' and the webhook CA Secret's.
+	for _, role := range []string{deployName + "-leader-election", deployName + "-sharding", deployName + "-webhook"} {
 		if _, err := rbac.RoleBindings(deployNamespace).Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name + strings.TrimPrefix(role, deployName)},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},

@@ -51,6 +51,24 @@ type shardedReplica struct {
 
 var shardingIdentityRE = regexp.MustCompile(`"Sharding the Foos among the replicas".* identity="([^"]+)"`)
 
+// shardingIdentity is the identity a sharded replica logs at start, its
+// member and shard Leases' holderIdentity.
+func shardingIdentity(t *testing.T, c *framework.Controller) string {
+	t.Helper()
+	var identity string
+	eventually(t, convergeTimeout, c.Name+" to log its identity", func(context.Context) (bool, error) {
+		if m := shardingIdentityRE.FindStringSubmatch(c.Log()); m != nil {
+			identity = m[1]
+			return true, nil
+		}
+		if c.Exited() {
+			return false, fmt.Errorf("controller exited: %s", framework.Trim(c.Log(), 2000))
+		}
+		return false, nil
+	})
+	return identity
+}
+
 // shardOf is the shard of count a namespace's objects are in: FNV-1a 64 of
 // the name, as KEP-5866 specifies the API server's hash, scaled to count
 // equal ranges. Worked out here with the standard library alone, apart
@@ -121,21 +139,13 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	start := func(name string) {
 		c := startController(t, name, "-shards="+strconv.Itoa(testShards), "-leader-elect-namespace="+leaseNS,
 			"-leader-elect-id="+id, "-leader-elect-retry-period=1s")
-		var identity string
-		eventually(t, convergeTimeout, name+" to log its identity", func(context.Context) (bool, error) {
-			if m := shardingIdentityRE.FindStringSubmatch(c.Log()); m != nil {
-				identity = m[1]
-				return true, nil
-			}
-			return false, nil
-		})
-		replicas[name] = &shardedReplica{Controller: c, identity: identity}
+		replicas[name] = &shardedReplica{Controller: c, identity: shardingIdentity(t, c)}
 	}
 	for _, name := range []string{"replica-a", "replica-b", "replica-c"} {
 		start(name)
 	}
 	started := time.Now()
-	waitShardsSpread(t, leaseNS, id, replicas)
+	waitShardsSpread(t, leaseNS, id, testShards, replicas)
 	waitShardedFoosReady(t, nss, want)
 	t.Logf("3 replicas, %d shards, %d Foos in %d namespaces: every Foo Ready %v after the replicas started",
 		testShards, want, namespaces, time.Since(started).Round(time.Second))
@@ -147,7 +157,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	// kill -9 one replica; change Foos of its shards before the others take them.
 	killed := replicas["replica-a"]
 	delete(replicas, "replica-a")
-	heldByKilled := shardsHeldBy(t, leaseNS, id, killed.identity)
+	heldByKilled := shardsHeldBy(t, leaseNS, id, testShards, killed.identity)
 	killed.Kill()
 	killedAt := time.Now()
 	var changed []*samplev1beta1.Foo
@@ -159,7 +169,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	if len(changed) == 0 {
 		t.Fatalf("none of the %d namespaces is in the shards %v of the killed replica", len(nss), heldByKilled)
 	}
-	waitShardsSpread(t, leaseNS, id, replicas)
+	waitShardsSpread(t, leaseNS, id, testShards, replicas)
 	t.Logf("kill -9 of a replica holding shards %v: every shard held by the 2 others %v after the kill",
 		heldByKilled, time.Since(killedAt).Round(time.Second))
 	for _, foo := range changed {
@@ -172,7 +182,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	// Scale to 4, then to 2 (SIGTERM: the replicas leaving release their shards).
 	start("replica-d")
 	start("replica-e")
-	waitShardsSpread(t, leaseNS, id, replicas)
+	waitShardsSpread(t, leaseNS, id, testShards, replicas)
 	waitShardedFoosReady(t, nss, want)
 	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
 	for _, name := range []string{"replica-d", "replica-e"} {
@@ -185,26 +195,26 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 			t.Fatalf("%s after SIGTERM: exit %d, %v", name, exited.code, exited.err)
 		}
 	}
-	waitShardsSpread(t, leaseNS, id, replicas)
+	waitShardsSpread(t, leaseNS, id, testShards, replicas)
 	waitShardedFoosReady(t, nss, want)
 	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
 }
 
-// shardLeaseName is the Lease of the index-th of testShards shards.
-func shardLeaseName(id string, index int) string {
-	return fmt.Sprintf("%s-shard-%d-of-%d", id, index, testShards)
+// shardLeaseName is the Lease of the index-th of count shards.
+func shardLeaseName(id string, index, count int) string {
+	return fmt.Sprintf("%s-shard-%d-of-%d", id, index, count)
 }
 
-// shardHolders reads the holder of each shard Lease, "" for none.
-func shardHolders(ctx context.Context, leaseNS, id string) ([]string, error) {
-	holders := make([]string, testShards)
+// shardHolders reads the holder of each of count shard Leases, "" for none.
+func shardHolders(ctx context.Context, leaseNS, id string, count int) ([]string, error) {
+	holders := make([]string, count)
 	list, err := cluster.Kube.CoordinationV1().Leases(leaseNS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range list.Items {
 		for index := range holders {
-			if list.Items[i].Name == shardLeaseName(id, index) {
+			if list.Items[i].Name == shardLeaseName(id, index, count) {
 				holders[index] = leaseHolderOf(&list.Items[i])
 			}
 		}
@@ -212,10 +222,10 @@ func shardHolders(ctx context.Context, leaseNS, id string) ([]string, error) {
 	return holders, nil
 }
 
-// shardsHeldBy are the shards whose Lease identity holds.
-func shardsHeldBy(t *testing.T, leaseNS, id, identity string) []int {
+// shardsHeldBy are the shards of count whose Lease identity holds.
+func shardsHeldBy(t *testing.T, leaseNS, id string, count int, identity string) []int {
 	t.Helper()
-	holders, err := shardHolders(context.Background(), leaseNS, id)
+	holders, err := shardHolders(context.Background(), leaseNS, id, count)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,19 +238,19 @@ func shardsHeldBy(t *testing.T, leaseNS, id, identity string) []int {
 	return held
 }
 
-// waitShardsSpread waits until every shard Lease is held by one of
-// replicas, each holding its fair share within one, and each replica's
-// samplecontroller_shards_held says what the Leases say.
-func waitShardsSpread(t *testing.T, leaseNS, id string, replicas map[string]*shardedReplica) {
+// waitShardsSpread waits until every one of count shard Leases is held by
+// one of replicas, each holding its fair share within one, and each
+// replica's samplecontroller_shards_held says what the Leases say.
+func waitShardsSpread(t *testing.T, leaseNS, id string, count int, replicas map[string]*shardedReplica) {
 	t.Helper()
 	byIdentity := map[string]string{}
 	for name, r := range replicas {
 		byIdentity[r.identity] = name
 	}
-	low, high := testShards/len(replicas), (testShards+len(replicas)-1)/len(replicas)
+	low, high := count/len(replicas), (count+len(replicas)-1)/len(replicas)
 	eventually(t, 3*convergeTimeout, fmt.Sprintf("every shard held, %d to %d by each of %v", low, high,
 		slices.Sorted(maps.Keys(replicas))), func(ctx context.Context) (bool, error) {
-		holders, err := shardHolders(ctx, leaseNS, id)
+		holders, err := shardHolders(ctx, leaseNS, id, count)
 		if err != nil {
 			return false, err
 		}
@@ -305,7 +315,7 @@ func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[
 	for name, r := range replicas {
 		eventually(t, convergeTimeout, name+"'s cache to hold its shards' Foos alone",
 			func(ctx context.Context) (bool, error) {
-				held := shardsHeldBy(t, leaseNS, id, r.identity)
+				held := shardsHeldBy(t, leaseNS, id, testShards, r.identity)
 				foos, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, err

@@ -299,6 +299,26 @@ func WritesOutsideLeadership(events []AuditEvent, leaderships []Leadership) []st
 	return out
 }
 
+// WritesOutsideShards is WritesOutsideLeadership for a sharded controller:
+// it lists the accepted writes to Deployments and Foos that a replica sent
+// while it did not hold the Lease of the shard the object's namespace is in
+// (shardOf). leaderships are those of each shard's Lease, by shard.
+func WritesOutsideShards(events []AuditEvent, leaderships [][]Leadership, shardOf func(namespace string) int) []string {
+	var out []string
+	for i := range events {
+		e := &events[i]
+		if !e.fromController() || !e.accepted() || !e.isWrite() || !managedResource(e.ObjectRef.Resource) {
+			continue
+		}
+		shard := shardOf(e.ObjectRef.Namespace)
+		if !ledAt(leaderships[shard], e.Replica(), e.Received) {
+			out = append(out, fmt.Sprintf("%s: %s did not hold the Lease of shard %d then (holder: %s)",
+				e, e.Replica(), shard, holderAt(leaderships[shard], e.Received)))
+		}
+	}
+	return out
+}
+
 // managedResource reports whether the controller writes resource: a kind a
 // Foo owns, or Foos.
 func managedResource(resource string) bool {

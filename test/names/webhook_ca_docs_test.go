@@ -29,7 +29,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
-// The revoke-now command of docs/operations.md annotates the deployed CA
+// The revoke-now command of docs/api-versions.md annotates the deployed CA
 // Secret, in the Deployment's namespace, with the annotation the controller
 // acts on; the docs name the annotations, the event's reason and the metric
 // as pkg/webhookcert and pkg/metrics define them. A name out of step and the
@@ -52,10 +52,11 @@ func TestWebhookCADocsNameWhatTheControllerReads(t *testing.T) {
 			}
 		}
 	}
-	check("operations.md", command, "`"+webhookcert.ReasonForeignCA+"`", `index .metadata.annotations "`+
-		webhookcert.RevokedAnnotation+`"`, "`"+metrics.WebhookForeignCAs.FQName()+"`")
-	check("api-versions.md", "`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.RevokingAnnotation+"`",
-		"`"+webhookcert.RevokedAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`")
+	check("operations.md", "`"+metrics.WebhookForeignCAs.FQName()+"`")
+	check("api-versions.md", command, `index .metadata.annotations "`+webhookcert.RevokedAnnotation+`"`,
+		"`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.RevokingAnnotation+"`",
+		"`"+webhookcert.RevokedAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`",
+		"`"+metrics.WebhookForeignCAs.FQName()+"`")
 	check("security.md", "`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`")
 	check("monitoring.md", "`"+metrics.WebhookForeignCAs.FQName()+"`")
 }

@@ -1,0 +1,145 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+// fenceShards is the number of shards of the paused holder's test: the
+// Foos are in one namespace, so one of them holds them all.
+const fenceShards = 4
+
+// The zombie leader's sequence (zombie_leader_test.go), sharded: two
+// replicas under the deployed ServiceAccounts, with the Role and admission
+// policies artifacts/deploy ships; the holder of the Foos' shard is paused
+// (SIGSTOP) past the lease duration, the other takes its shards, the user
+// scales 10 Foos meanwhile, and the holder is resumed. Its fence is closed:
+// the audit log must show no write for a Foo or its Deployment by a replica
+// that did not hold the Lease of the Foo's shard at that moment, at any
+// time of the run, and the shards spread again over both replicas.
+func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
+	w := setUpChaosWorld(t, zombieFoos, rand.New(rand.NewPCG(17, 18)), time.Hour)
+	shard := shardOf(w.ns, fenceShards)
+	replicas := map[string]*shardedReplica{}
+	for i, name := range []string{"replica-a", "replica-b"} {
+		c := startController(t, name, append(w.replicaArgs(i), fmt.Sprintf("-shards=%d", fenceShards))...)
+		replicas[name] = &shardedReplica{Controller: c, identity: shardingIdentity(t, c)}
+	}
+	waitShardsSpread(t, deployNamespace, deployName, fenceShards, replicas)
+	var holder, other *shardedReplica
+	for _, r := range replicas {
+		if held := shardsHeldBy(t, deployNamespace, deployName, fenceShards, r.identity); slices.Contains(held, shard) {
+			holder = r
+		} else {
+			other = r
+		}
+	}
+	run := w.faultRun(zombieFoos, &replica{Controller: holder.Controller, identity: holder.identity})
+	run.waitConverged(t, time.Now())
+	t.Logf("%s holds shard %d of %d, that of namespace %s and its %d converged Foos; %s holds the others",
+		holder.Name, shard, fenceShards, w.ns, zombieFoos, other.Name)
+
+	if err := holder.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	eventually(t, 3*convergeTimeout, other.Name+" to take every shard", func(ctx context.Context) (bool, error) {
+		holders, err := shardHolders(ctx, deployNamespace, deployName, fenceShards)
+		if err != nil {
+			return false, err
+		}
+		for i, h := range holders {
+			if h != other.identity {
+				return false, fmt.Errorf("shard %d held by %q", i, h)
+			}
+		}
+		return true, nil
+	})
+	taken := time.Now()
+	t.Logf("%s took every shard %v after %s was paused", other.Name, taken.Sub(paused).Round(100*time.Millisecond),
+		holder.Name)
+
+	scaled := scaleFoos(t, w.ns, zombieScaled, zombieReplicas)
+	run.leader = &replica{Controller: other.Controller, identity: other.identity}
+	run.waitConverged(t, paused)
+	// Paused half a lease duration more after the take-over, as the zombie leader is.
+	time.Sleep(time.Until(taken.Add(chaosLeaseDuration / 2)))
+	if err := holder.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	t.Logf("%s resumed after a pause of %v; %s had applied %d Foos scaled to %d: %v", holder.Name,
+		resumed.Sub(paused).Round(10*time.Millisecond), other.Name, len(scaled), zombieReplicas, scaled)
+
+	// It gives its shards up, rejoins, and takes its share again.
+	waitShardsSpread(t, deployNamespace, deployName, fenceShards, replicas)
+	if lost := grepLines(holder.Log(), regexpShardLost); len(lost) == 0 {
+		t.Errorf("%s did not log the loss of its shards; last log lines:\n%s", holder.Name,
+			framework.Trim(holder.Log(), 3000))
+	} else {
+		t.Logf("%s logged: %s", holder.Name, strings.Join(lost, " | "))
+	}
+	run.waitConverged(t, resumed)
+	w.checkShardedAuditLog(t, fenceShards)
+}
+
+var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling it"`)
+
+// checkShardedAuditLog is checkAuditLog for count shards: every accepted
+// write for a Foo or its Deployment came from the replica that held the
+// Lease of the Foo's shard then, none carried a replica count its Foo had
+// not held lately, and none touched the foreign Deployment.
+func (w *chaosWorld) checkShardedAuditLog(t *testing.T, count int) {
+	t.Helper()
+	events, cut, err := framework.ReadAuditLog(w.auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderships := make([][]framework.Leadership, count)
+	changes := 0
+	for i := range leaderships {
+		if leaderships[i], err = framework.Leaderships(events, deployNamespace, shardLeaseName(deployName, i, count)); err != nil {
+			t.Fatal(err)
+		}
+		changes += len(leaderships[i])
+	}
+	t.Logf("audit log: %d requests audited (%d cut lines); the %d shard Leases changed hands %d times", len(events), cut,
+		count, changes)
+	if len(leaderships[shardOf(w.ns, count)]) < 2 {
+		t.Fatalf("the Lease of the Foos' shard changed hands %d times in the audit log %s, want at least 2",
+			len(leaderships[shardOf(w.ns, count)]), w.auditLog)
+	}
+	expectNone(t, "accepted writes from a replica that did not hold the Lease of the Foo's shard",
+		framework.WritesOutsideShards(events, leaderships, func(ns string) int { return shardOf(ns, count) }))
+	expectNone(t, fmt.Sprintf("accepted Deployment writes of a replica count their Foo had not held for %v", staleTolerance),
+		framework.StaleReplicaWrites(events, staleTolerance))
+	expectNone(t, "accepted controller writes to the foreign Deployment "+foreignDeployment,
+		framework.WritesTo(events, "deployments", w.ns, foreignDeployment))
+}
