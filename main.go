@@ -190,7 +190,7 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 		if !o.LeaderElection.Enabled {
 			return controller.Run(ctx, o.Workers)
 		}
-		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod)
+		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod, 1)
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,8 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 // Lease is fresh: every replica reconciles its share.
 func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
 	logger := klog.FromContext(ctx)
-	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod)
+	// A member Lease, and a Lease per shard held: at most all of them.
+	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod, 1+o.Shards)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func DefaultNamespace() string {
 func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence,
 	run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
-	client, err := LeaseClient(kubeCfg, cfg.RetryPeriod)
+	client, err := LeaseClient(kubeCfg, cfg.RetryPeriod, 1)
 	if err != nil {
 		return err
 	}
@@ -193,9 +193,12 @@ func logFenceChanges(ctx context.Context, fence *Fence) {
 const LeaseUserAgentSuffix = "/leader-election"
 
 // LeaseClient is the client of the Lease requests: a client and a rate
-// limiter of their own (client-go's default, 5 per second, burst 10: they
-// make a request or two per retry period), so that a renewal is never held
-// back behind the controller's requests, should -kube-api-qps limit those.
+// limiter of their own, so that a renewal is never held back behind the
+// controller's requests, should -kube-api-qps limit those. The limiter is
+// client-go's default, 5 per second, burst 10, for a leader's request or two
+// per retry period; a sharded replica renews up to leases Leases per retry
+// period besides its list, and gets twice that as its burst and per retry
+// period, so that its renewals never queue behind one another.
 //
 // Each request is bounded by the retry period. When renewing fails for the
 // renew deadline, client-go still tries to release the Lease before
@@ -204,10 +207,12 @@ const LeaseUserAgentSuffix = "/leader-election"
 // to lead go on. Bounded, the process exits within renew deadline + retry
 // period (12 s by default), before a standby may take the Lease (lease
 // duration, 15 s).
-func LeaseClient(kubeCfg *rest.Config, retryPeriod time.Duration) (kubernetes.Interface, error) {
+func LeaseClient(kubeCfg *rest.Config, retryPeriod time.Duration, leases int) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(kubeCfg)
 	cfg.UserAgent = kubeCfg.UserAgent + LeaseUserAgentSuffix // sample-controller/<identity>/leader-election
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = rest.DefaultQPS, rest.DefaultBurst, nil
+	perPeriod := 2 * (leases + 2)
+	cfg.QPS = max(rest.DefaultQPS, float32(perPeriod)/float32(retryPeriod.Seconds()))
+	cfg.Burst, cfg.RateLimiter = max(rest.DefaultBurst, perPeriod), nil
 	cfg.Timeout = retryPeriod
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
