@@ -114,6 +114,25 @@ func newTestReplica(client *fake.Clientset, identity string, count int, offset *
 	return t
 }
 
+// runUntilItHoldsEveryShard runs the replica, alone, until it holds every
+// shard, and then stops it and waits for Run to return.
+func (r *testReplica) runUntilItHoldsEveryShard(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		r.Run(ctx)
+		close(done)
+	}()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return len(r.heldShards()) == r.count, nil })
+	cancel()
+	<-done
+	if err != nil {
+		t.Fatalf("%s held %v, want all %d shards", r.cfg.Identity, r.heldShards(), r.count)
+	}
+}
+
 // heldShards are the indexes of the shards the replica holds, in order.
 func (r *testReplica) heldShards() []int {
 	r.Replica.mu.Lock()
@@ -304,19 +323,7 @@ func TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
 	client := leaseServer()
 	var offset atomic.Int64
 	r := newTestReplica(client, "a", 2, &offset)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		r.Run(ctx)
-		close(done)
-	}()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return len(r.heldShards()) == 2, nil })
-	if err != nil {
-		t.Fatalf("a holds %v, want 2 shards", r.heldShards())
-	}
-	cancel()
-	<-done
+	r.runUntilItHoldsEveryShard(t)
 	verbs := map[string]bool{}
 	for _, a := range client.Actions() {
 		if a.GetResource().Resource != "leases" || a.GetNamespace() != leaseNamespace {
@@ -334,19 +341,7 @@ func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 	client := leaseServer()
 	var offset atomic.Int64
 	r := newTestReplica(client, "a", 4, &offset)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		r.Run(ctx)
-		close(done)
-	}()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return len(r.heldShards()) == 4, nil })
-	if err != nil {
-		t.Fatalf("a holds %v, want 4 shards", r.heldShards())
-	}
-	cancel()
-	<-done
+	r.runUntilItHoldsEveryShard(t)
 	if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
 		t.Errorf("after leaving, shard Leases held by %v, want none", got)
 	}
@@ -355,7 +350,7 @@ func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 			t.Errorf("left with shard %d's controller running", i)
 		}
 	}
-	_, err = client.CoordinationV1().Leases(leaseNamespace).Get(context.Background(),
+	_, err := client.CoordinationV1().Leases(leaseNamespace).Get(context.Background(),
 		memberLeaseName(leaseSet, "a"), metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the member Lease after leaving: %v, want NotFound", err)

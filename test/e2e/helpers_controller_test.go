@@ -215,9 +215,16 @@ var identityRE = regexp.MustCompile(`"Waiting to become leader".* identity="([^"
 // the Lease, from its start-up log line.
 func leaderElectionIdentity(t *testing.T, c *framework.Controller) string {
 	t.Helper()
+	return identityFromLog(t, c, identityRE)
+}
+
+// identityFromLog waits for the controller to log the line re matches, and
+// returns the identity re captures.
+func identityFromLog(t *testing.T, c *framework.Controller, re *regexp.Regexp) string {
+	t.Helper()
 	var identity string
-	eventually(t, convergeTimeout, c.Name+" to log its leader election identity", func(context.Context) (bool, error) {
-		if m := identityRE.FindStringSubmatch(c.Log()); m != nil {
+	eventually(t, convergeTimeout, c.Name+" to log its identity", func(context.Context) (bool, error) {
+		if m := re.FindStringSubmatch(c.Log()); m != nil {
 			identity = m[1]
 			return true, nil
 		}

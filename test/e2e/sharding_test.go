@@ -55,18 +55,7 @@ var shardingIdentityRE = regexp.MustCompile(`"Sharding the Foos among the replic
 // member and shard Leases' holderIdentity.
 func shardingIdentity(t *testing.T, c *framework.Controller) string {
 	t.Helper()
-	var identity string
-	eventually(t, convergeTimeout, c.Name+" to log its identity", func(context.Context) (bool, error) {
-		if m := shardingIdentityRE.FindStringSubmatch(c.Log()); m != nil {
-			identity = m[1]
-			return true, nil
-		}
-		if c.Exited() {
-			return false, fmt.Errorf("controller exited: %s", framework.Trim(c.Log(), 2000))
-		}
-		return false, nil
-	})
-	return identity
+	return identityFromLog(t, c, shardingIdentityRE)
 }
 
 // shardOf is the shard of count a namespace's objects are in: FNV-1a 64 of
