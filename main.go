@@ -217,13 +217,13 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 	if err != nil {
 		return nil, err
 	}
-	sampleClient, err := clientset.NewForConfig(cfg)
+	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
-		return nil, fmt.Errorf("building sample clientset: %w", err)
+		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
 	}
 	// Whether the API server filters the shards, or this replica does: the same caches either way.
 	mode, err := sharding.DetectMode(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return sampleClient.SamplecontrollerV1beta1().Foos(o.Namespace).List(ctx, opts)
+		return kubeClient.AppsV1().Deployments(o.Namespace).List(ctx, opts)
 	}, sharding.Shard{Index: 0, Count: o.Shards})
 	if err != nil {
 		return nil, err

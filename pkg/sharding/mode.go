@@ -46,6 +46,12 @@ type Lister func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, 
 // feature gate, or older than 1.36) leaves it out. A watch carries no such
 // mark, and neither does the streamed list client-go's informers make, so
 // this one plain list is the only way to tell.
+//
+// list must be of a built-in kind, Deployments say: the API server filters
+// custom resources too, but in 1.37 it does not echo the selector on their
+// lists (unstructured.UnstructuredList has no ShardInfo), so a list of Foos
+// would read as not filtered. The feature gate is the API server's, the same
+// for every resource.
 func DetectMode(ctx context.Context, list Lister, shard Shard) (Mode, error) {
 	obj, err := list(ctx, metav1.ListOptions{ShardSelector: shard.Selector().String(), Limit: 1})
 	if err != nil {

@@ -125,3 +125,30 @@ func TestNarrowAsksTheServerAndDropsWhatItSendsOfOtherShards(t *testing.T) {
 		t.Errorf("the list and watch asked for shardSelector %q, want %q for both", asked, want)
 	}
 }
+
+func TestTheModeIsWhoFilteredTheList(t *testing.T) {
+	shard := Shard{Index: 1, Count: 3}
+	for _, tc := range []struct {
+		name string
+		info *metav1.ShardInfo
+		want Mode
+	}{
+		{"the selector echoed", &metav1.ShardInfo{Selector: shard.Selector().String()}, ModeServer},
+		{"no shardInfo", nil, ModeClient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked metav1.ListOptions
+			mode, err := DetectMode(context.Background(), func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				asked = opts
+				return &appsv1.DeploymentList{ListMeta: metav1.ListMeta{ShardInfo: tc.info}}, nil
+			}, shard)
+			if err != nil || mode != tc.want {
+				t.Errorf("DetectMode = %q, %v; want %q", mode, err, tc.want)
+			}
+			want := "shardRange(object.metadata.namespace, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')"
+			if asked.ShardSelector != want || asked.Limit != 1 {
+				t.Errorf("asked %+v, want shardSelector %q and limit 1", asked, want)
+			}
+		})
+	}
+}

@@ -24,6 +24,8 @@ import (
 	"hash/fnv"
 	"maps"
 	"math/big"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
@@ -40,8 +43,16 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// testShards is the number of shards the sharded replicas are given.
-const testShards = 16
+const (
+	// testShards is the number of shards the sharded replicas are given.
+	testShards = 16
+	// shardingClusterDir holds the sharding test's control plane, of its
+	// own: room on the fake node for a pod per Foo, and an audit log.
+	shardingClusterDir = "sharding-cluster"
+	// shardLeaseNamespace holds the replicas' Leases, whose writes the
+	// audit policy records.
+	shardLeaseNamespace = "shard-leases"
+)
 
 // shardedReplica is a replica run with -shards, and its identity.
 type shardedReplica struct {
@@ -98,31 +109,41 @@ func serverFilters() bool {
 // filters what it is sent. A replica killed, its shards are taken once
 // their Leases went unrenewed for the lease duration, and the Foos changed
 // meanwhile are reconciled; scaled to 4 and then 2, the shards spread
-// again, and every Foo stays Ready.
+// again, and every Foo stays Ready. The audit log is the judge: no write
+// for a Foo or its Deployment by a replica that did not hold the Lease of
+// the Foo's shard at that moment.
 func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
-	ensureStandardCRD(t)
 	server := serverFilters()
 	namespaces, perNamespace, mode := 50, 20, "server"
 	if !server {
 		namespaces, perNamespace, mode = 10, 10, "client"
 	}
-	leaseNS := newNamespace(t, "shard-leases")
-	id := "e2e-shards"
+	want := namespaces * perNamespace
+	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(framework.AuditPolicy(shardLeaseNamespace)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := useOwnCluster(t, shardingClusterDir, framework.WithAuditPolicy(policy),
+		framework.WithNodePods(want+200), framework.WithTimeout(180*time.Second))
+	ensureStandardCRD(t)
+	leaseNS, id := shardLeaseNamespace, "e2e-shards"
+	if _, err := cluster.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	nss := make([]string, 0, namespaces)
 	for range namespaces {
 		nss = append(nss, newNamespace(t, "sharded"))
 	}
-	// replicas 0: a thousand Deployments roll out with no pod to run.
-	err := framework.Parallel(namespaces*perNamespace, creators, func(i int) error {
+	err := framework.Parallel(want, creators, func(i int) error {
 		ns, name := nss[i/perNamespace], fmt.Sprintf("foo-%02d", i%perNamespace)
 		_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Create(context.Background(),
-			newFoo(ns, name, name, int32p(0)), metav1.CreateOptions{})
+			newFoo(ns, name, name, nil), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := namespaces * perNamespace
 
 	replicas := map[string]*shardedReplica{}
 	start := func(name string) {
@@ -152,7 +173,7 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	var changed []*samplev1beta1.Foo
 	for _, ns := range nss {
 		if slices.Contains(heldByKilled, shardOf(ns, testShards)) && len(changed) < 10 {
-			changed = append(changed, updateFoo(t, ns, "foo-00", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(1) }))
+			changed = append(changed, updateFoo(t, ns, "foo-00", func(f *samplev1beta1.Foo) { f.Spec.Replicas = int32p(2) }))
 		}
 	}
 	if len(changed) == 0 {
@@ -187,6 +208,33 @@ func TestEveryReplicaReconcilesTheFoosOfItsShards(t *testing.T) {
 	waitShardsSpread(t, leaseNS, id, testShards, replicas)
 	waitShardedFoosReady(t, nss, want)
 	expectCachesHoldTheirShards(t, leaseNS, id, replicas, mode)
+	expectWritesOnlyByShardHolders(t, own.AuditLogPath(), leaseNS, id, testShards)
+}
+
+// expectWritesOnlyByShardHolders fails the test for every accepted write
+// for a Foo or its Deployment, in the audit log, by a replica that did not
+// hold the Lease of the Foo's shard when the API server received it.
+func expectWritesOnlyByShardHolders(t *testing.T, auditLog, leaseNS, id string, count int) {
+	t.Helper()
+	events, cut, err := framework.ReadAuditLog(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderships := make([][]framework.Leadership, count)
+	changes := 0
+	for i := range leaderships {
+		if leaderships[i], err = framework.Leaderships(events, leaseNS, shardLeaseName(id, i, count)); err != nil {
+			t.Fatal(err)
+		}
+		if len(leaderships[i]) == 0 {
+			t.Fatalf("no holder of shard %d's Lease in the audit log %s: the check would see nothing", i, auditLog)
+		}
+		changes += len(leaderships[i])
+	}
+	t.Logf("audit log: %d requests audited (%d cut lines); the %d shard Leases changed hands %d times", len(events),
+		cut, count, changes)
+	expectNone(t, "accepted writes from a replica that did not hold the Lease of the Foo's shard",
+		framework.WritesOutsideShards(events, leaderships, func(ns string) int { return shardOf(ns, count) }))
 }
 
 // shardLeaseName is the Lease of the index-th of count shards.
@@ -302,7 +350,8 @@ func waitShardedFoosReady(t *testing.T, nss []string, want int) {
 func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[string]*shardedReplica, mode string) {
 	t.Helper()
 	for name, r := range replicas {
-		eventually(t, convergeTimeout, name+"'s cache to hold its shards' Foos alone",
+		var mismatch error // the last, kept: the wait's own deadline may end the last try
+		err := framework.Poll(context.Background(), 100*time.Millisecond, convergeTimeout,
 			func(ctx context.Context) (bool, error) {
 				held := shardsHeldBy(t, leaseNS, id, testShards, r.identity)
 				foos, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{})
@@ -323,36 +372,56 @@ func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[
 				filtering := framework.Sum(samples, metrics.Subsystem+"_shard_filtering",
 					func(l map[string]string) bool { return l["mode"] == mode })
 				if int(cached) != inShards || filtering != 1 {
-					return false, fmt.Errorf("it caches %v Foos, the API server holds %d in its shards %v; "+
+					mismatch = fmt.Errorf("it caches %v Foos, the API server holds %d in its shards %v; "+
 						"shard_filtering{mode=%q} is %v", cached, inShards, held, mode, filtering)
+					return false, nil
 				}
 				return true, nil
 			})
+		if err != nil {
+			t.Fatalf("waiting for %s's cache to hold its shards' Foos alone: %v; last seen: %v", name, err, mismatch)
+		}
 	}
 }
 
-// expectServerFiltersAsTheTestHashes lists the Foos of each shard with its
-// shardSelector, and checks that the API server sends the Foos of the
-// namespaces this test hashes into it, and says it filtered (ShardInfo).
+// expectServerFiltersAsTheTestHashes lists the Foos and Deployments of each
+// shard with its shardSelector, and checks that the API server sends those
+// of the namespaces this test hashes into it, every one of them once over
+// the shards, and says it filtered the Deployments (ShardInfo). It does
+// not say so of Foos: a custom resource's list is unstructured in the API
+// server, which has no ShardInfo (1.37), so pkg/sharding asks a list of
+// Deployments which mode it is in.
 func expectServerFiltersAsTheTestHashes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
+	all, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
 	for index := range testShards {
 		selector := shardSelector(index, testShards)
-		list, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx,
-			metav1.ListOptions{ShardSelector: selector})
+		foos, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{ShardSelector: selector})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if list.ShardInfo == nil || list.ShardInfo.Selector != selector {
-			t.Fatalf("the list of shard %d says shardInfo %+v, want the selector %q echoed", index, list.ShardInfo,
-				selector)
-		}
-		for _, foo := range list.Items {
+		for _, foo := range foos.Items {
 			if got := shardOf(foo.Namespace, testShards); got != index {
 				t.Errorf("the API server sent Foo %s/%s for shard %d; the test hashes its namespace into %d",
 					foo.Namespace, foo.Name, index, got)
 			}
 		}
+		seen += len(foos.Items)
+		deployments, err := cluster.Kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{ShardSelector: selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deployments.ShardInfo == nil || deployments.ShardInfo.Selector != selector {
+			t.Errorf("the Deployments of shard %d: shardInfo %+v, want the selector %q echoed", index,
+				deployments.ShardInfo, selector)
+		}
+	}
+	if seen != len(all.Items) {
+		t.Errorf("the shards' lists held %d Foos, the API server %d", seen, len(all.Items))
 	}
 }
