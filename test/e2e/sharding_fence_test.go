@@ -39,8 +39,9 @@ const fenceShards = 4
 // The zombie leader's sequence (zombie_leader_test.go), sharded: two
 // replicas under the deployed ServiceAccounts, with the Role and admission
 // policies artifacts/deploy ships; the holder of the Foos' shard is paused
-// (SIGSTOP) past the lease duration, the other takes its shards, the user
-// scales 10 Foos meanwhile, and the holder is resumed. Its fence is closed:
+// (SIGSTOP) past the lease duration right after the user scaled every Foo,
+// the other takes its shards, the user scales them again, and the holder
+// is resumed with the first change in hand. Its fence is closed:
 // the audit log must show no write for a Foo or its Deployment by a replica
 // that did not hold the Lease of the Foo's shard at that moment, at any
 // time of the run, and the shards spread again over both replicas.
@@ -66,6 +67,9 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	t.Logf("%s holds shard %d of %d, that of namespace %s and its %d converged Foos; %s holds the others",
 		holder.Name, shard, fenceShards, w.ns, zombieFoos, other.Name)
 
+	// Paused with work in hand: the holder has just seen every Foo scaled to
+	// 2, more than its workers sync in the moment the scaling takes.
+	first := scaleFoos(t, w.ns, zombieFoos, 2)
 	if err := holder.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +87,11 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		return true, nil
 	})
 	taken := time.Now()
-	t.Logf("%s took every shard %v after %s was paused", other.Name, taken.Sub(paused).Round(100*time.Millisecond),
-		holder.Name)
+	t.Logf("%s took every shard %v after %s was paused, right after the user scaled its %d Foos to 2",
+		other.Name, taken.Sub(paused).Round(100*time.Millisecond), holder.Name, len(first))
 
-	scaled := scaleFoos(t, w.ns, zombieScaled, zombieReplicas)
+	// The user changes them again; the new holder applies that.
+	scaled := scaleFoos(t, w.ns, zombieFoos, zombieReplicas)
 	run.leader = &replica{Controller: other.Controller, identity: other.identity}
 	run.waitConverged(t, paused)
 	// Paused half a lease duration more after the take-over, as the zombie leader is.
