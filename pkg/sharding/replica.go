@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,9 +236,7 @@ func (r *Replica) deleteDeadMembers(ctx context.Context, leases map[string]*coor
 }
 
 // isMemberLease reports whether name is a member Lease of the set name.
-func isMemberLease(set, name string) bool {
-	return len(name) > len(set)+len(memberInfix) && name[:len(set)+len(memberInfix)] == set+memberInfix
-}
+func isMemberLease(set, name string) bool { return strings.HasPrefix(name, set+memberInfix) }
 
 // expired reports whether this replica has seen the Lease name unchanged for
 // the lease duration.
@@ -295,15 +294,20 @@ func (r *Replica) acquire(ctx context.Context, shard Shard, lease *coordinationv
 		freeSince = r.observed[name].at
 		previous := holderOf(lease)
 		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
-		if lease, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil && previous != "" {
+		lease, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil && previous != "" && previous != r.cfg.Identity {
 			logger.Info("Took over the shard of a replica that stopped renewing its Lease", "previous", previous)
 		}
 	default:
 		logger.V(4).Info("Waiting for the shard's holder to release it", "holder", holderOf(lease))
 		return
 	}
-	if err != nil {
-		logger.V(2).Info("Could not take the shard's Lease", "err", err)
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		logger.V(2).Info("Another replica took the shard's Lease first", "err", err)
+		return
+	case err != nil:
+		logger.Error(err, "Could not take the shard's Lease")
 		return
 	}
 	fence := leader.NewFence(r.cfg)
