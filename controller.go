@@ -207,6 +207,15 @@ func (c *Controller) HasSynced() bool {
 	return !slices.ContainsFunc(c.cachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
 }
 
+// ownedCached counts the cached objects of each kind a Foo owns, by resource.
+func (c *Controller) ownedCached() map[string]int {
+	counts := map[string]int{}
+	for _, objects := range c.ownedObjects {
+		counts[objects.GroupResource().Resource] += len(objects.indexer.ListKeys())
+	}
+	return counts
+}
+
 // cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
 func (c *Controller) cachesSynced() []cache.InformerSynced {
 	synced := append(make([]cache.InformerSynced, 0, 1+len(c.ownedObjects)), c.foosSynced)

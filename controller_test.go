@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -937,5 +938,19 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	}
 	if got, want := fooLists(), []string{"team-a", "team-a"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("Foos listed in namespaces %q, want %q (the informer's list, then the takeover's)", got, want)
+	}
+}
+
+// samplecontroller_owned_cached reads what each owned kind's cache holds.
+func TestOwnedCachedCountsEachOwnedKindsCache(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"a", "b"} {
+		foo := testfixtures.NewFoo(name, 1)
+		f.foos = append(f.foos, foo)
+		f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
+	}
+	f.newController(context.Background())
+	if got, want := f.controller.ownedCached(), map[string]int{"deployments": 2}; !maps.Equal(got, want) {
+		t.Errorf("ownedCached() = %v, want %v", got, want)
 	}
 }

@@ -103,7 +103,8 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(w.listFoos))
+	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(w.listFoos),
+		metrics.NewOwnedCachedCollector(w.ownedCached))
 
 	// The conversion webhook, served by every replica, standbys too, and
 	// before the informers start: the API server calls it for every read of
@@ -131,9 +132,10 @@ func run(ctx context.Context, o *options.Options) error {
 // work is what a replica runs: the informers and controllers, with the
 // caches its readiness waits for and the Foos its metrics count.
 type work struct {
-	synced   []cache.InformerSynced // the Foo cache's first
-	listFoos func(labels.Selector) ([]*samplev1beta1.Foo, error)
-	run      func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error
+	synced      []cache.InformerSynced // the Foo cache's first
+	listFoos    func(labels.Selector) ([]*samplev1beta1.Foo, error)
+	ownedCached func() map[string]int
+	run         func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error
 }
 
 // newLeaderWork is upstream's controller, of every Foo, whose workers run
@@ -203,7 +205,8 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 			return controller.Run(ctx, o.Workers)
 		})
 	}
-	return &work{synced: controller.cachesSynced(), listFoos: controller.foosLister.List, run: run}, nil
+	return &work{synced: controller.cachesSynced(), listFoos: controller.foosLister.List,
+		ownedCached: controller.ownedCached, run: run}, nil
 }
 
 // newShardedWork runs, for each shard this replica holds (pkg/sharding), the
@@ -268,11 +271,21 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 		}
 		return foos, nil
 	}
+	ownedCached := func() map[string]int {
+		counts := map[string]int{}
+		for _, held := range replica.Held() {
+			for resource, n := range held.(*shardController).ownedCached() {
+				counts[resource] += n
+			}
+		}
+		return counts
+	}
 	run := func(ctx context.Context, _ *leaderelection.HealthzAdaptor) error {
 		replica.Run(ctx)
 		return nil
 	}
-	return &work{synced: []cache.InformerSynced{replica.HasSynced}, listFoos: listFoos, run: run}, nil
+	return &work{synced: []cache.InformerSynced{replica.HasSynced}, listFoos: listFoos, ownedCached: ownedCached,
+		run: run}, nil
 }
 
 // shardController is the controller of one shard and its informers.

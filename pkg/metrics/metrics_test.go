@@ -95,3 +95,16 @@ func TestReconcileTotalHelpExplainsEveryResult(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnedCachedCountsTheCachedObjectsByResource(t *testing.T) {
+	want := `
+# HELP samplecontroller_owned_cached [ALPHA] Objects of each kind a Foo owns (by resource, e.g. deployments) in this replica's caches at scrape time: those the controller manages, in the namespaces it watches; sharded, in the shards this replica holds.
+# TYPE samplecontroller_owned_cached gauge
+samplecontroller_owned_cached{resource="deployments"} 40
+samplecontroller_owned_cached{resource="services"} 3
+`
+	collector := NewOwnedCachedCollector(func() map[string]int { return map[string]int{"deployments": 40, "services": 3} })
+	if err := testutil.CustomCollectAndCompare(collector, strings.NewReader(want), "samplecontroller_owned_cached"); err != nil {
+		t.Error(err)
+	}
+}

@@ -38,6 +38,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -344,9 +345,9 @@ func waitShardedFoosReady(t *testing.T, nss []string, want int) {
 }
 
 // expectCachesHoldTheirShards checks, from each replica's own metrics, that
-// its cache holds the Foos of the shards it holds and no other
-// (samplecontroller_foos counts the cached Foos), and that it says who
-// filters (samplecontroller_shard_filtering).
+// its caches hold the Foos and Deployments of the shards it holds and no
+// other (samplecontroller_foos and samplecontroller_owned_cached count
+// them), and that it says who filters (samplecontroller_shard_filtering).
 func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[string]*shardedReplica, mode string) {
 	t.Helper()
 	for name, r := range replicas {
@@ -364,16 +365,30 @@ func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[
 						inShards++
 					}
 				}
+				deployments, err := cluster.Kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{
+					LabelSelector: samplecontroller.LabelManagedBy + "=" + samplecontroller.ControllerName})
+				if err != nil {
+					return false, err
+				}
+				deploymentsInShards := 0
+				for _, d := range deployments.Items {
+					if slices.Contains(held, shardOf(d.Namespace, testShards)) {
+						deploymentsInShards++
+					}
+				}
 				samples, err := framework.ScrapeURL(ctx, r.MetricsURL())
 				if err != nil {
 					return false, err
 				}
 				cached := framework.Sum(samples, metrics.Subsystem+"_foos", all)
+				cachedDeployments := framework.Sum(samples, metrics.Subsystem+"_owned_cached",
+					func(l map[string]string) bool { return l["resource"] == "deployments" })
 				filtering := framework.Sum(samples, metrics.Subsystem+"_shard_filtering",
 					func(l map[string]string) bool { return l["mode"] == mode })
-				if int(cached) != inShards || filtering != 1 {
-					mismatch = fmt.Errorf("it caches %v Foos, the API server holds %d in its shards %v; "+
-						"shard_filtering{mode=%q} is %v", cached, inShards, held, mode, filtering)
+				if int(cached) != inShards || int(cachedDeployments) != deploymentsInShards || filtering != 1 {
+					mismatch = fmt.Errorf("it caches %v Foos and %v Deployments, the API server holds %d and %d "+
+						"in its shards %v; shard_filtering{mode=%q} is %v", cached, cachedDeployments, inShards,
+						deploymentsInShards, held, mode, filtering)
 					return false, nil
 				}
 				return true, nil
