@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -29,17 +30,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/sharding"
 )
 
 // ownNamesRefusal is enough of the own-names policy's message
 // (artifacts/deploy/names-policy.yaml) to tell it.
-const ownNamesRefusal = "creates the Secret " + samplecontroller.WebhookCASecretName + ", the ConfigMap " +
-	samplecontroller.MetricsCAConfigMapName + " and the Lease " + samplecontroller.ControllerName + " alone"
+var ownNamesRefusal = "creates the Secret " + samplecontroller.WebhookCASecretName + ", the ConfigMap " +
+	samplecontroller.MetricsCAConfigMapName + ", the Lease " + samplecontroller.ControllerName + " and, sharded, the Leases " +
+	strings.Join(sharding.LeasePrefixes(samplecontroller.ControllerName), "* and ") + "* alone"
 
 // The deployed ServiceAccount, whose Roles let it create Secrets,
 // ConfigMaps and Leases of any name in its namespace (RBAC cannot name an
-// object being created), creates its own three alone: any other name,
-// generateName's included, is refused by the own-names policy. Its own
+// object being created), creates its own three alone, and sharding's Leases
+// by prefix: any other name, generateName's included, is refused by the
+// own-names policy. Its own
 // names are admitted; TestServiceAccountTokenSufficesAndCannotReadSecrets
 // runs the controller under the policy, creating them for real. Dry runs:
 // admission runs, nothing is stored. Without the policy every refused
@@ -77,6 +81,7 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 		{"ConfigMap planted", configMap(meta("planted"))},
 		{"ConfigMap " + samplecontroller.WebhookCASecretName + " (the Secret's name)", configMap(meta(samplecontroller.WebhookCASecretName))},
 		{"Lease kube-controller-manager", lease(meta("kube-controller-manager"))},
+		{"Lease " + deployName + "-planted", lease(meta(deployName + "-planted"))},
 	}
 	for _, r := range refused {
 		if problem := refusalBy(samplecontroller.OwnNamesPolicyName, r.err, ownNamesRefusal); problem != nil {
@@ -92,6 +97,9 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 		{"Secret " + samplecontroller.WebhookCASecretName, secret(meta(samplecontroller.WebhookCASecretName))},
 		{"ConfigMap " + samplecontroller.MetricsCAConfigMapName, configMap(meta(samplecontroller.MetricsCAConfigMapName))},
 		{"Lease " + deployName, lease(meta(deployName))},
+		// Sharding's (pkg/sharding), admitted by prefix.
+		{"Lease " + deployName + "-shard-0-of-4", lease(meta(deployName + "-shard-0-of-4"))},
+		{"Lease " + deployName + "-member-0123abcd", lease(meta(deployName + "-member-0123abcd"))},
 	} {
 		if a.err != nil && !apierrors.IsAlreadyExists(a.err) {
 			t.Errorf("create %s in %s as %s: %v, want it admitted", a.what, deployNamespace, deployServiceAccount, a.err)
