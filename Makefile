@@ -149,7 +149,8 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 # soon as the control plane is built; the rest, which runs Prometheus
 # (TestMonitoringOnRealPrometheus), once it is built too. -k: the one runs
 # to its end when the other failed.
-E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestControlPlaneStartsAgainAComponentThatExitsAsItStarts
+E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|$\
+  TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestPausedShardHolderWritesNothingAfterItsShardsAreTaken
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
 e2e: control-plane-and-real-node
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
@@ -175,7 +176,7 @@ K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k
 # minor, and leaving the second five out spares make test minutes of CPU
 # (docs/performance.md, make test).
 E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|$\
-  TestPausedShardHolderWritesNothingAfterItsShardsAreTaken|TestSoakKeepsResourcesFlatAndInvariants|$\
+  TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\
   TestLeaderKeepsLeaseThroughMetricsFlood|TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus)$$
 
