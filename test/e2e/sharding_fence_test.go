@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -41,7 +42,8 @@ const fenceShards = 4
 // policies artifacts/deploy ships; the holder of the Foos' shard is paused
 // (SIGSTOP) past the lease duration right after the user scaled every Foo,
 // the other takes its shards, the user scales them again, and the holder
-// is resumed with the first change in hand. Its fence is closed:
+// is resumed with the first change in hand. Its fence is closed (its
+// writes refused, as it logs):
 // the audit log must show no write for a Foo or its Deployment by a replica
 // that did not hold the Lease of the Foo's shard at that moment, at any
 // time of the run, and the shards spread again over both replicas.
@@ -67,8 +69,10 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	t.Logf("%s holds shard %d of %d, that of namespace %s and its %d converged Foos; %s holds the others",
 		holder.Name, shard, fenceShards, w.ns, zombieFoos, other.Name)
 
-	// Paused with work in hand: the holder has just seen every Foo scaled to
-	// 2, more than its workers sync in the moment the scaling takes.
+	// Paused with work in hand: every Foo scaled to 2 at once, 30 syncs for
+	// its workers, and the pause right after. Scaled one by one, the
+	// workers kept up, and a holder with no fence wrote nothing after its
+	// resume: no work was left from before the pause.
 	first := scaleFoos(t, w.ns, zombieFoos, 2)
 	if err := holder.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -110,6 +114,14 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 			framework.Trim(holder.Log(), 3000))
 	} else {
 		t.Logf("%s logged: %s", holder.Name, strings.Join(lost, " | "))
+	}
+	// The work it had in hand met the closed fence: without the fence,
+	// those writes reached the API server, and the audit check below failed.
+	if fenced := strings.Count(holder.Log(), leader.ErrFenced.Error()); fenced == 0 {
+		t.Errorf("%s logged no write refused by its fence: it had no work in hand at the pause, and the test proves "+
+			"nothing; last log lines:\n%s", holder.Name, framework.Trim(holder.Log(), 3000))
+	} else {
+		t.Logf("%s logged %d writes refused by its fence after its resume", holder.Name, fenced)
 	}
 	run.waitConverged(t, resumed)
 	w.checkShardedAuditLog(t, fenceShards)

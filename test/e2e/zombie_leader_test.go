@@ -117,19 +117,20 @@ func startReplica(t *testing.T, w *chaosWorld, name string, account int) *replic
 	return &replica{Controller: c, identity: leaderElectionIdentity(t, c)}
 }
 
-// scaleFoos sets spec.replicas of the first n Foos to replicas, and returns
-// their names.
+// scaleFoos sets spec.replicas of the first n Foos to replicas, a patch
+// per Foo sent at the same time, and returns their names.
 func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 	t.Helper()
-	names := make([]string, 0, n)
-	for i := range n {
-		name := chaosFooName(i)
+	names := make([]string, n)
+	err := framework.Parallel(n, n, func(i int) error {
+		names[i] = chaosFooName(i)
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-		if _, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(context.Background(), name, types.MergePatchType,
-			[]byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
+		_, err := cluster.Sample.SamplecontrollerV1beta1().Foos(ns).Patch(context.Background(), names[i],
+			types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return names
 }
