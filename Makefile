@@ -34,7 +34,7 @@ KUBECTL ?= kubectl
 # make uninstall ignore-not-found=true: no error when nothing is installed.
 ignore-not-found ?= false
 
-.PHONY: all help build test unit race fuzz verify lint e2e e2e-minors tools-minors generate run bench soak tools install uninstall deploy undeploy clean
+.PHONY: all help build test unit race fuzz verify lint e2e e2e-minors tools-minors generate run bench bench-sharded soak tools install uninstall deploy undeploy clean
 
 ## all: the default: build.
 all: build
@@ -149,7 +149,7 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 # soon as the control plane is built; the rest, which runs Prometheus
 # (TestMonitoringOnRealPrometheus), once it is built too. -k: the one runs
 # to its end when the other failed.
-E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|$\
+E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestShardedChaosKeepsInvariants|$\
   TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestPausedShardHolderWritesNothingAfterItsShardsAreTaken
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
 e2e: control-plane-and-real-node
@@ -233,7 +233,14 @@ BENCH_RUNS ?= 3
 # at other sizes would replace it (docs/performance.md, How it is measured).
 BENCH_CURVE_DIR ?= _output/bench-logs
 bench: tools
-	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" BENCH_CURVE_DIR="$(BENCH_CURVE_DIR)" $(GO_TEST) -tags bench -v -timeout 240m -run TestBenchmark ./test/bench/
+	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" BENCH_CURVE_DIR="$(BENCH_CURVE_DIR)" $(GO_TEST) -tags bench -v -timeout 240m -run '^TestBenchmark$$' ./test/bench/
+
+## bench-sharded: the sharded bench of docs/performance.md: BENCH_SHARDED_FOOS Foos (default 10000) over BENCH_SHARDED_NAMESPACES namespaces (100), one replica, then three with -shards=16.
+BENCH_SHARDED_FOOS ?= 10000
+BENCH_SHARDED_NAMESPACES ?= 100
+bench-sharded: tools
+	BENCH_SHARDED_FOOS="$(BENCH_SHARDED_FOOS)" BENCH_SHARDED_NAMESPACES="$(BENCH_SHARDED_NAMESPACES)" \
+	  $(GO_TEST) -tags bench -v -timeout 120m -run '^TestShardedBenchmark$$' ./test/bench/
 
 ## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/failure-modes.md, The soak).
 SOAK_DURATION ?= 1h

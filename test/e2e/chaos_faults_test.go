@@ -108,7 +108,8 @@ var chaosFaults = []chaosFault{
 // pauseLeaderPastLease makes a zombie leader: the leader is paused
 // (SIGSTOP), the standby takes its Lease, the user scales some Foos and
 // the standby applies them, and the old leader is resumed. Its fence must
-// stop it writing (the audit check tells), and it exits.
+// stop it writing (the audit check tells), and it exits (sharded: it drops
+// the shard and rejoins).
 func (s *chaosScenario) pauseLeaderPastLease(t *testing.T) {
 	leader := s.waitLeader(t)
 	if err := leader.Signal(syscall.SIGSTOP); err != nil {

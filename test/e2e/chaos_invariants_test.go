@@ -55,6 +55,10 @@ func (s *chaosScenario) expectInvariants(t *testing.T, healed time.Time) {
 			len(problems), strings.Join(problems[:min(len(problems), 20)], "\n"))
 	}
 	t.Logf("quiescent %v after the last fault healed: every invariant holds", time.Since(healed).Round(100*time.Millisecond))
+	if s.cfg.shards > 1 {
+		s.world.checkShardedAuditLog(t, s.cfg.shards)
+		return
+	}
 	s.world.checkAuditLog(t)
 }
 

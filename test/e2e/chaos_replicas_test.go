@@ -24,6 +24,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -145,22 +146,25 @@ func (s *supervised) process() *framework.Controller {
 	return s.current
 }
 
-// identity is the Lease identity of the replica's process now, "" until it
-// logged it.
+// identity is the Lease identity of the replica's process now, leader
+// election's or sharding's, "" until it logged it.
 func (s *supervised) identity() string {
-	if m := identityRE.FindStringSubmatch(s.process().Log()); m != nil {
-		return m[1]
+	log := s.process().Log()
+	for _, re := range []*regexp.Regexp{identityRE, shardingIdentityRE} {
+		if m := re.FindStringSubmatch(log); m != nil {
+			return m[1]
+		}
 	}
 	return ""
 }
 
 // waitLeader waits until one of the replicas' current processes holds the
-// Lease, and returns it.
-func waitLeader(t *testing.T, replicas []*supervised) *replica {
+// Lease name, and returns it.
+func waitLeader(t *testing.T, replicas []*supervised, name string) *replica {
 	t.Helper()
 	var leader *replica
-	eventually(t, takeoverDeadline, "a replica to hold the Lease", func(ctx context.Context) (bool, error) {
-		lease, err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Get(ctx, deployName, metav1.GetOptions{})
+	eventually(t, takeoverDeadline, "a replica to hold the Lease "+name, func(ctx context.Context) (bool, error) {
+		lease, err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -50,6 +50,9 @@ type chaosConfig struct {
 	rate       float64       // user operations per second
 	faultEvery time.Duration // one fault per slot of this length
 	settle     time.Duration // bound on the wait for quiescence, and for a queue to drain
+	// shards is the replicas' -shards; above 1, "the leader" is the
+	// holder of the Foos' shard, and the audit log is judged by shard.
+	shards int
 }
 
 // The make test run: every fault kind once (six slots of 25 s), over 40
@@ -61,8 +64,27 @@ const (
 )
 
 func TestChaosKeepsInvariants(t *testing.T) {
+	s := newChaosScenario(t, defaultChaosConfig(t))
+	healed := s.run(t)
+	s.expectInvariants(t, healed)
+}
+
+// The same chaos with the replicas sharing fenceShards shards: the faults
+// strike the holder of the Foos' shard, a paused holder's shard is taken
+// and it rejoins, and no write for a Foo comes from a replica that did
+// not hold the Lease of its shard then.
+func TestShardedChaosKeepsInvariants(t *testing.T) {
+	cfg := defaultChaosConfig(t)
+	cfg.shards = fenceShards
+	s := newChaosScenario(t, cfg)
+	healed := s.run(t)
+	s.expectInvariants(t, healed)
+}
+
+// defaultChaosConfig is make test's scenario, sized by CHAOS_* where set.
+func defaultChaosConfig(t *testing.T) chaosConfig {
 	duration := envDuration(t, "CHAOS_DURATION", defaultChaosDuration)
-	cfg := chaosConfig{
+	return chaosConfig{
 		seed:     envUint(t, "CHAOS_SEED", defaultChaosSeed),
 		duration: duration,
 		foos:     envInt(t, "CHAOS_FOOS", defaultChaosFoos),
@@ -71,9 +93,6 @@ func TestChaosKeepsInvariants(t *testing.T) {
 		faultEvery: duration / time.Duration(len(chaosFaults)),
 		settle:     3 * time.Minute,
 	}
-	s := newChaosScenario(t, cfg)
-	healed := s.run(t)
-	s.expectInvariants(t, healed)
 }
 
 // chaosScenario is a running scenario.
@@ -89,15 +108,20 @@ type chaosScenario struct {
 // the first Foos have converged, and starts the users.
 func newChaosScenario(t *testing.T, cfg chaosConfig) *chaosScenario {
 	t.Helper()
-	t.Logf("chaos seed %d (replay: CHAOS_SEED=%d); %v of traffic at %.1f operations/s over %d Foos, a fault every %v",
-		cfg.seed, cfg.seed, cfg.duration, cfg.rate, cfg.foos, cfg.faultEvery)
+	t.Logf("chaos seed %d (replay: CHAOS_SEED=%d); %v of traffic at %.1f operations/s over %d Foos, a fault every %v, %d shards",
+		cfg.seed, cfg.seed, cfg.duration, cfg.rate, cfg.foos, cfg.faultEvery, max(cfg.shards, 1))
 	s := &chaosScenario{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, 0))}
 	s.world = setUpChaosWorld(t, cfg.foos, s.rng, cfg.duration+2*time.Hour)
 	for i, name := range []string{"replica-a", "replica-b"} {
-		s.replicas = append(s.replicas, superviseReplica(t, name, s.world.replicaArgs(i)...))
+		args := s.world.replicaArgs(i)
+		if cfg.shards > 1 {
+			args = append(args, fmt.Sprintf("-shards=%d", cfg.shards))
+		}
+		s.replicas = append(s.replicas, superviseReplica(t, name, args...))
 	}
 	start := time.Now()
 	run := s.world.faultRun(cfg.foos, s.waitLeader(t))
+	run.leaseID = s.leaseName()
 	run.waitConverged(t, start)
 	t.Logf("%d Foos converged %v after the replicas started", cfg.foos, time.Since(start).Round(100*time.Millisecond))
 	names := make([]string, cfg.foos)
@@ -135,10 +159,19 @@ func (s *chaosScenario) run(t *testing.T) time.Time {
 	return healed
 }
 
-// waitLeader waits until a replica leads, and returns it.
+// leaseName is the Lease whose holder writes for the Foos: the leader's,
+// or that of the Foos' shard.
+func (s *chaosScenario) leaseName() string {
+	if s.cfg.shards > 1 {
+		return shardLeaseName(deployName, shardOf(s.world.ns, s.cfg.shards), s.cfg.shards)
+	}
+	return deployName
+}
+
+// waitLeader waits until a replica holds leaseName, and returns it.
 func (s *chaosScenario) waitLeader(t *testing.T) *replica {
 	t.Helper()
-	return waitLeader(t, s.replicas)
+	return waitLeader(t, s.replicas, s.leaseName())
 }
 
 // waitLeaderOtherThan waits until a replica other than the one of
@@ -147,7 +180,7 @@ func (s *chaosScenario) waitLeaderOtherThan(t *testing.T, identity string) *repl
 	t.Helper()
 	var leader *replica
 	eventually(t, takeoverDeadline, "a replica other than "+identity+" to lead", func(ctx context.Context) (bool, error) {
-		lease, err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Get(ctx, deployName, metav1.GetOptions{})
+		lease, err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Get(ctx, s.leaseName(), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
