@@ -138,7 +138,7 @@ func (r *Replica) Run(ctx context.Context) {
 
 // round is one retry period's work: read the Leases, renew its own, give up
 // the shards no longer assigned to it, renew the others, and take those
-// assigned to it that are free.
+// assigned to it that are free, once it has joined.
 func (r *Replica) round(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	list, err := r.leases.List(ctx, metav1.ListOptions{})
@@ -156,7 +156,14 @@ func (r *Replica) round(ctx context.Context) {
 			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
 		}
 	}
-	r.renewMember(ctx, leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)], now)
+	// A replica takes shards from its second round on: by then the
+	// replicas started beside it (a Deployment's pods, a rollout) have
+	// written their member Leases too, and it takes its share of the
+	// shards. Taking every shard at its first round, it would list every
+	// Foo, and hand most over a retry period later: the peak memory that
+	// sharding saves, and the syncs done twice.
+	member := leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)]
+	r.renewMember(ctx, member, now)
 	r.deleteDeadMembers(ctx, leases, now)
 
 	holders := Assign(r.count, r.liveMembers(leases, now))
@@ -183,6 +190,10 @@ func (r *Replica) round(ctx context.Context) {
 	}
 	r.loseOverdue(ctx)
 
+	if member == nil {
+		logger.V(2).Info("Joined; taking shards from the next round, once the replicas started beside this one have joined")
+		return
+	}
 	if other := r.otherWriter(leases, now); other != "" {
 		logger.V(2).Info("Taking no shard while replicas sharded otherwise hold Leases", "lease", other)
 		return

@@ -197,6 +197,7 @@ func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *te
 	client := leaseServer()
 	var offset atomic.Int64
 	a := newTestReplica(client, "a", 4, &offset)
+	a.round(ctx) // a's member Lease
 	a.round(ctx)
 	if got := holders(t, client, 4); !slices.Equal(got, []string{"a", "a", "a", "a"}) {
 		t.Fatalf("alone, a holds %v, want every shard", got)
@@ -231,6 +232,38 @@ func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *te
 	for _, i := range []int{0, 1} {
 		if c := b.controllerOf(i); c == nil || c.fence.Check() != nil {
 			t.Errorf("b holds shard %d without a controller whose fence is open", i)
+		}
+	}
+}
+
+// Replicas started together each take their own share at their second
+// round, and no replica ever runs a shard that is not its own: one that
+// took every shard at its first round would list every Foo, then hand most
+// over. Assign(4, [a, b]) as above.
+func TestReplicasStartedTogetherTakeOnlyTheirOwnShards(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	a, b := newTestReplica(client, "a", 4, &offset), newTestReplica(client, "b", 4, &offset)
+	a.round(ctx)
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
+		t.Fatalf("a took shards %v at its first round, before b could join", got)
+	}
+	b.round(ctx)
+	a.round(ctx)
+	b.round(ctx)
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "a", "a"}) {
+		t.Errorf("shard Leases held by %v, want [b b a a]", got)
+	}
+	for _, r := range []*testReplica{a, b} {
+		r.mu.Lock()
+		built := make([]int, 0, len(r.built))
+		for _, c := range r.built {
+			built = append(built, c.shard.Index)
+		}
+		r.mu.Unlock()
+		if want := r.heldShards(); !slices.Equal(built, want) {
+			t.Errorf("%s built controllers for the shards %v, want its own %v alone", r.cfg.Identity, built, want)
 		}
 	}
 }
@@ -304,6 +337,7 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 				t.Fatal(err)
 			}
 			r := newTestReplica(client, "new", 4, &offset)
+			r.round(ctx) // its member Lease
 			r.round(ctx)
 			if got := holders(t, client, 4); !slices.Equal(got, []string{"", "", "", ""}) {
 				t.Errorf("while %s is held, shard Leases held by %v, want none", other, got)
