@@ -149,44 +149,11 @@ func (b *bench) report(format string, args ...interface{}) {
 }
 
 func TestBenchmark(t *testing.T) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bench{t: t, ctx: context.Background(), root: root, logDir: filepath.Join(root, "_output", "bench-logs")}
-	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b.bin = filepath.Join(root, "_output", "bin", samplecontroller.ControllerName)
-	if err := framework.BuildController(root, b.bin); err != nil {
-		t.Fatal(err)
-	}
 	// Room on the one fake node for the pods of the most Foos that exist
 	// at once (every run's namespace is removed before the next starts):
 	// the latency measure's Foos scaled up, or the fresh-change cold start
 	// and the Foos created during it.
-	pods := 1000 + max(2*sizes[0]+numChanges, 2*sizes[len(sizes)-1])
-	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", "bench-cluster"), framework.WithNodePods(pods))
-	if err != nil {
-		t.Fatal(err)
-	}
-	framework.CleanupOnInterrupt(b.cluster)
-	defer func() {
-		framework.KillAll()
-		_ = b.cluster.Stop()
-	}()
-	// The floor and the setup run with no client-side rate limit at all.
-	cfg := rest.CopyConfig(b.cluster.Config)
-	cfg.QPS = -1
-	b.kube = kubernetes.NewForConfigOrDie(cfg)
-	b.sample = clientset.NewForConfigOrDie(cfg)
-
-	if _, err := b.cluster.Kubectl("", "apply", "-f", "artifacts/examples/crd.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/"+samplecontroller.FooCRDName); err != nil {
-		t.Fatal(err)
-	}
+	b := startBench(t, "bench-cluster", 1000+max(2*sizes[0]+numChanges, 2*sizes[len(sizes)-1]))
 
 	began := time.Now()
 	webhook := "on"
@@ -215,11 +182,55 @@ func TestBenchmark(t *testing.T) {
 	b.measureFailover(ns, total, leader)
 	b.writeCurve(series)
 	b.report("the bench took %v", time.Since(began).Round(time.Second))
+	b.printResults()
+}
 
+// printResults prints every line reported, together, at the end of the run.
+func (b *bench) printResults() {
 	fmt.Println("\nbench: results")
 	for _, r := range b.results {
 		fmt.Println("  " + r)
 	}
+}
+
+// startBench builds the controller, starts a control plane in
+// _output/<clusterDir> whose one fake node has room for pods, stopped when
+// the test ends, and installs the CRD.
+func startBench(t *testing.T, clusterDir string, pods int) *bench {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{t: t, ctx: context.Background(), root: root, logDir: filepath.Join(root, "_output", "bench-logs")}
+	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.bin = filepath.Join(root, "_output", "bin", samplecontroller.ControllerName)
+	if err := framework.BuildController(root, b.bin); err != nil {
+		t.Fatal(err)
+	}
+	b.cluster, err = framework.StartCluster(root, filepath.Join(root, "_output", clusterDir), framework.WithNodePods(pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.CleanupOnInterrupt(b.cluster)
+	t.Cleanup(func() {
+		framework.KillAll()
+		_ = b.cluster.Stop()
+	})
+	// The floor and the setup run with no client-side rate limit at all.
+	cfg := rest.CopyConfig(b.cluster.Config)
+	cfg.QPS = -1
+	b.kube = kubernetes.NewForConfigOrDie(cfg)
+	b.sample = clientset.NewForConfigOrDie(cfg)
+
+	if _, err := b.cluster.Kubectl("", "apply", "-f", "artifacts/examples/crd.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.cluster.Kubectl("", "wait", "--for=condition=Established", "crd/"+samplecontroller.FooCRDName); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // rssSlopeKiB is the growth of the median peak RSS per added Foo between
@@ -248,6 +259,11 @@ func (b *bench) removeNamespace(name string, n int) {
 	if err := b.kube.CoreV1().Namespaces().Delete(b.ctx, name, metav1.DeleteOptions{}); err != nil {
 		b.t.Fatal(err)
 	}
+	b.waitNamespaceGone(name, n)
+}
+
+// waitNamespaceGone waits until a namespace being deleted, with n Foos, is gone.
+func (b *bench) waitNamespaceGone(name string, n int) {
 	b.poll(runLimit(n), "namespace "+name+" deleted", func(ctx context.Context) (bool, error) {
 		_, err := b.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

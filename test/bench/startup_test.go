@@ -60,7 +60,7 @@ func (b *bench) measureFreshChanges(n int) (string, int) {
 	freshSynced := func() int {
 		synced := 0
 		for _, p := range probes {
-			if _, ok := t.deploymentSeen(p.name); ok {
+			if _, ok := t.deploymentSeen(ns, p.name); ok {
 				synced++
 			}
 		}
@@ -88,7 +88,7 @@ func (b *bench) measureFreshChanges(n int) (string, int) {
 	b.waitUntil(t, "the fresh Foos' Deployments", runLimit(n), func(c counts) bool { return c.deployments >= total })
 	latencies := make([]time.Duration, len(probes))
 	for i, p := range probes {
-		seen, _ := t.deploymentSeen(p.name)
+		seen, _ := t.deploymentSeen(ns, p.name)
 		latencies[i] = seen.Sub(p.created)
 	}
 	b.report("fresh Foos during a cold start over %d Foos (backlog synced in %.1fs): %d created, one every %v; create → Deployment p50 %v, p99 %v, max %v",
@@ -108,7 +108,7 @@ func (b *bench) measureRestart(ns string, n int) *framework.Controller {
 	before := b.scrapeAPIServer()
 	start := time.Now()
 	ctrl := b.startController(ns, "controller-restart", leaderElectionArgs(ns)...)
-	readyAt := b.waitProbeOK(ctrl, "/readyz")
+	readyAt := b.waitReadyz(ctrl)
 	passAt := b.waitFirstFullPass(ctrl, n)
 	b.report("restart over %d converged Foos: process start → /readyz %.2fs, → first full pass done %.2fs; writes %v",
 		n, readyAt.Sub(start).Seconds(), passAt.Sub(start).Seconds(), b.settledWritesSince(before))
@@ -121,7 +121,7 @@ func (b *bench) measureRestart(ns string, n int) *framework.Controller {
 func (b *bench) measureFailover(ns string, n int, leader *framework.Controller) {
 	standby := b.startController(ns, "controller-standby", leaderElectionArgs(ns)...)
 	defer b.stopController(standby)
-	b.waitProbeOK(standby, "/readyz")
+	b.waitReadyz(standby)
 	before := b.scrapeAPIServer()
 	start := time.Now()
 	b.stopController(leader)
@@ -165,7 +165,7 @@ func (b *bench) measureStreamingLists(ns string, n int) {
 			}
 			start := time.Now()
 			ctrl := b.startControllerWithEnv(ns, fmt.Sprintf("controller-lists-%d-%d", round, i), mode.env, leaderElectionArgs(ns)...)
-			readyAt := b.waitProbeOK(ctrl, "/readyz")
+			readyAt := b.waitReadyz(ctrl)
 			passAt := b.waitFirstFullPass(ctrl, n)
 			before, peak := sampler.stop()
 			cpuAfter, err := cpuSeconds(apiserver)
@@ -209,12 +209,12 @@ func leaderElectionArgs(ns string) []string {
 	return []string{"-leader-elect=true", "-leader-elect-namespace=" + ns}
 }
 
-// waitProbeOK polls a probe path every 20 ms until it answers 200, and
-// returns when it did.
-func (b *bench) waitProbeOK(ctrl *framework.Controller, path string) time.Time {
+// waitReadyz polls the controller's /readyz every 20 ms until it answers
+// 200, and returns when it did.
+func (b *bench) waitReadyz(ctrl *framework.Controller) time.Time {
 	var at time.Time
-	b.pollEvery(20*time.Millisecond, time.Minute, ctrl.Name+" "+path, func(ctx context.Context) (bool, error) {
-		code, _, err := ctrl.Probe(ctx, path)
+	b.pollEvery(20*time.Millisecond, time.Minute, ctrl.Name+" /readyz", func(ctx context.Context) (bool, error) {
+		code, _, err := ctrl.Probe(ctx, "/readyz")
 		at = time.Now()
 		return err == nil && code == http.StatusOK, nil
 	})

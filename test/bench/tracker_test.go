@@ -34,7 +34,7 @@ import (
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 )
 
-// tracker follows one namespace's Foos and Deployments through watches and
+// tracker follows one namespace's (or every namespace's) Foos and Deployments through watches and
 // tells when a milestone of a run (every Deployment exists, every Foo is
 // Ready, ...) was first reached. Watching, not polling lists, keeps the
 // bench's own load on the API server small, the same for the floor and the
@@ -45,11 +45,12 @@ type tracker struct {
 
 	mu     sync.Mutex
 	counts counts
-	// Per object, what counts already include, so an update moves a count
-	// by at most one.
+	// Per object, by namespace/name, what counts already include, so an
+	// update moves a count by at most one.
 	foos        map[string]fooProgress
 	deployments map[string]bool // name → available
-	// firstSeen is when each Deployment was first seen, for latencies.
+	// firstSeen is when each Deployment was first seen, by namespace/name,
+	// for latencies.
 	firstSeen map[string]time.Time
 	// fooChanges counts Foo updates that changed the stored object: every
 	// write that carries a change produces one, a write equal to what is
@@ -71,7 +72,7 @@ type waiter struct {
 	at   chan time.Time
 }
 
-// newTracker starts watching ns and returns once the watches have listed
+// newTracker starts watching ns (every namespace if "") and returns once the watches have listed
 // what exists.
 func (b *bench) newTracker(ns string) *tracker {
 	ctx, cancel := context.WithCancel(b.ctx)
@@ -112,10 +113,11 @@ func (b *bench) newTracker(ns string) *tracker {
 func (t *tracker) observeFoo(foo *samplev1beta1.Foo, changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, known := t.foos[foo.Name]
+	key := foo.Namespace + "/" + foo.Name
+	old, known := t.foos[key]
 	now := fooProgress{current: foo.Status.ObservedGeneration == foo.Generation}
 	now.ready = now.current && meta.IsStatusConditionTrue(foo.Status.Conditions, samplecontroller.ConditionReady)
-	t.foos[foo.Name] = now
+	t.foos[key] = now
 	if !known {
 		t.counts.foos++
 	}
@@ -130,12 +132,13 @@ func (t *tracker) observeFoo(foo *samplev1beta1.Foo, changed bool) {
 func (t *tracker) observeDeployment(d *appsv1.Deployment) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, known := t.deployments[d.Name]
+	key := d.Namespace + "/" + d.Name
+	old, known := t.deployments[key]
 	available := d.Spec.Replicas != nil && d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.ObservedGeneration >= d.Generation
-	t.deployments[d.Name] = available
+	t.deployments[key] = available
 	if !known {
 		t.counts.deployments++
-		t.firstSeen[d.Name] = time.Now()
+		t.firstSeen[key] = time.Now()
 	}
 	t.counts.deploymentsAvailable += delta(old, available)
 	t.notify()
@@ -197,11 +200,11 @@ func (c counts) String() string {
 		c.foos, c.foosCurrent, c.foosReady, c.deployments, c.deploymentsAvailable)
 }
 
-// deploymentSeen is when the Deployment name was first seen.
-func (t *tracker) deploymentSeen(name string) (time.Time, bool) {
+// deploymentSeen is when the Deployment ns/name was first seen.
+func (t *tracker) deploymentSeen(ns, name string) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at, ok := t.firstSeen[name]
+	at, ok := t.firstSeen[ns+"/"+name]
 	return at, ok
 }
 

@@ -1,0 +1,248 @@
+//go:build bench
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+// The sharded bench ("make bench-sharded"): what sharding buys. N Foos
+// spread over namespaces, reconciled from a cold start by one replica (the
+// default, -shards=1) and then by three sharing -shards=16, the API server
+// filtering their lists and watches. docs/performance.md holds the results
+// and the target: a sharded replica's memory that grows with the Foos is
+// at most 40 % of the single replica's, and the three converge no slower.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/test/framework"
+)
+
+var (
+	// shardedFoos is BENCH_SHARDED_FOOS, the Foos of each run.
+	shardedFoos = envInt("BENCH_SHARDED_FOOS", 10000)
+	// shardedNamespaces is BENCH_SHARDED_NAMESPACES, the namespaces they
+	// are spread over: the shards split namespaces, so a run needs many.
+	shardedNamespaces = envInt("BENCH_SHARDED_NAMESPACES", 100)
+)
+
+const (
+	// benchShards is the sharded run's -shards, as the end-to-end test's.
+	benchShards = 16
+	// benchLeaseNamespace holds the replicas' Leases.
+	benchLeaseNamespace = "bench-leases"
+)
+
+// shardedConfig is one way to run the controller over the Foos.
+type shardedConfig struct {
+	name     string
+	replicas int
+	shards   int
+}
+
+// replicaFigures is one replica's memory in a run, in KiB: its peak with no
+// Foos at all (a run of its own before the Foos exist), its peak over the
+// cold start, and its resident set at rest after it.
+type replicaFigures struct {
+	idlePeak, peak, atRest int64
+	shardsHeld             float64
+	foosCached             float64
+}
+
+// growthKiB is the memory that grows with the Foos: the peak less the peak
+// of the same replica with none.
+func (r replicaFigures) growthKiB() int64 { return r.peak - r.idlePeak }
+
+func TestShardedBenchmark(t *testing.T) {
+	n := shardedFoos
+	b := startBench(t, "bench-sharded-cluster", n+1000)
+	if _, err := b.kube.CoreV1().Namespaces().Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchLeaseNamespace}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	b.report("sharded: %d Foos in %d namespaces, Kubernetes %s", n, shardedNamespaces, b.cluster.KubernetesVersion)
+	configs := []shardedConfig{{"one replica", 1, 1}, {"three replicas", 3, benchShards}}
+	var single []replicaFigures
+	for i, c := range configs {
+		idle := b.idlePeaks(c)
+		last := i == len(configs)-1
+		converged, ready, figures := b.shardedColdStart(c, fmt.Sprintf("sharded-%d", i), n, idle, !last)
+		if i == 0 {
+			single = figures
+		}
+		for j, r := range figures {
+			b.report("%s, replica %d: %.0f shards held, %.0f Foos cached (%.0f %%); RSS peak %.1f MiB with no Foos, %.1f MiB over the cold start (+%.1f MiB: %.0f %% of one replica's), %.1f MiB at rest",
+				c.name, j, r.shardsHeld, r.foosCached, 100*r.foosCached/float64(n), mib(r.idlePeak), mib(r.peak), mib(r.growthKiB()),
+				100*float64(r.growthKiB())/float64(single[0].growthKiB()), mib(r.atRest))
+		}
+		b.report("%s (-shards=%d): every Foo converged %.1fs, Ready %.1fs after the replicas started",
+			c.name, c.shards, converged.Seconds(), ready.Seconds())
+	}
+	b.report("the sharded bench took %v", time.Since(began).Round(time.Second))
+	b.printResults()
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// shardedArgs are the flags of a replica of c: every namespace, leader
+// election (sharding's Leases) in benchLeaseNamespace.
+func shardedArgs(c shardedConfig) []string {
+	return []string{"-namespace=", "-shards=" + strconv.Itoa(c.shards),
+		"-leader-elect=true", "-leader-elect-namespace=" + benchLeaseNamespace}
+}
+
+// startReplicas starts c's replicas at once and waits until they work:
+// the shards held among them, each its share within one, or the one
+// replica leading.
+func (b *bench) startReplicas(c shardedConfig, name string) []*framework.Controller {
+	ctrls := make([]*framework.Controller, c.replicas)
+	for i := range ctrls {
+		ctrls[i] = b.startController("", fmt.Sprintf("%s-%d", name, i), shardedArgs(c)...)
+	}
+	low, high := c.shards/c.replicas, (c.shards+c.replicas-1)/c.replicas
+	b.poll(runLimit(shardedFoos), name+" at work", func(ctx context.Context) (bool, error) {
+		for _, ctrl := range ctrls {
+			samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
+			if err != nil {
+				return false, nil
+			}
+			if c.shards == 1 {
+				if framework.Sum(samples, "leader_election_master_status", nil) == 1 {
+					return true, nil
+				}
+				continue
+			}
+			held := int(framework.Sum(samples, metrics.Subsystem+"_shards_held", nil))
+			if held < low || held > high {
+				return false, nil
+			}
+		}
+		return c.shards > 1, nil
+	})
+	return ctrls
+}
+
+// idlePeaks runs c's replicas with no Foos until they work and their
+// caches are synced, and returns each one's peak RSS: what the Foos add
+// is measured from there.
+func (b *bench) idlePeaks(c shardedConfig) []int64 {
+	ctrls := b.startReplicas(c, "idle-"+strings.ReplaceAll(c.name, " ", "-"))
+	peaks := make([]int64, len(ctrls))
+	for _, ctrl := range ctrls {
+		b.waitReadyz(ctrl)
+	}
+	for i, ctrl := range ctrls {
+		var err error
+		if peaks[i], err = peakRSSKiB(ctrl.Pid()); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	for _, ctrl := range ctrls {
+		b.stopController(ctrl)
+	}
+	return peaks
+}
+
+// shardedColdStart creates n Foos over shardedNamespaces namespaces named
+// <i>-prefix, with no controller running, starts c's replicas, and returns
+// when every Foo converged and was Ready, counted from their start, and
+// each replica's figures once its syncs stood still; then it stops them,
+// and removes the namespaces if asked: minutes at 10,000 Foos, not needed
+// after the last run.
+func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []int64, remove bool) (converged,
+	ready time.Duration, figures []replicaFigures) {
+	nss := make([]string, shardedNamespaces)
+	for i := range nss {
+		// The number first: FNV-1a, the API server's hash, carries a
+		// name's last bytes into the low bits of the hash alone, and the
+		// shards split the high bits, so names that differ only at their
+		// end share a shard (docs/operations.md, Sharding).
+		nss[i] = fmt.Sprintf("%03d-%s", i, prefix)
+		b.createNamespace(nss[i])
+	}
+	t := b.newTracker(metav1.NamespaceAll)
+	defer t.stop()
+	err := framework.Parallel(n, floorWorkers, func(i int) error {
+		ns := nss[i%len(nss)]
+		_, err := b.sample.SamplecontrollerV1beta1().Foos(ns).Create(b.ctx, newFoo(ns, fooName(i)), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.waitUntil(t, "the Foos of "+prefix, runLimit(n), allFoos(n))
+
+	start := time.Now()
+	ctrls := b.startReplicas(c, prefix)
+	converged = b.waitUntil(t, "convergence of "+prefix, runLimit(n), func(c counts) bool {
+		return c.deployments >= n && c.foosCurrent >= n
+	}).Sub(start)
+	ready = b.waitUntil(t, "every Foo of "+prefix+" Ready", runLimit(n), allReady(n)).Sub(start)
+	// At rest: the rollouts done, the syncs they set off over.
+	_, quiet := b.waitQuiet(runLimit(n), func(ctx context.Context) (float64, error) {
+		var syncs float64
+		for _, ctrl := range ctrls {
+			samples, err := framework.ScrapeURL(ctx, ctrl.MetricsURL())
+			if err != nil {
+				return 0, err
+			}
+			syncs += syncCount(samples)
+		}
+		return syncs, nil
+	})
+	if !quiet {
+		b.t.Fatalf("%s: the replicas still synced Foos %v after every Foo was Ready", prefix, runLimit(n))
+	}
+	for i, ctrl := range ctrls {
+		r := replicaFigures{idlePeak: idle[i]}
+		if r.peak, err = peakRSSKiB(ctrl.Pid()); err != nil {
+			b.t.Fatal(err)
+		}
+		if r.atRest, err = rssKiB(ctrl.Pid()); err != nil {
+			b.t.Fatal(err)
+		}
+		samples := b.scrapeController(ctrl)
+		r.shardsHeld = framework.Sum(samples, metrics.Subsystem+"_shards_held", nil)
+		r.foosCached = framework.Sum(samples, metrics.Subsystem+"_foos", nil)
+		figures = append(figures, r)
+		b.saveHeapProfile(ctrl, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	for _, ctrl := range ctrls {
+		b.stopController(ctrl)
+	}
+	if !remove {
+		return converged, ready, figures
+	}
+	for _, ns := range nss {
+		if err := b.kube.CoreV1().Namespaces().Delete(b.ctx, ns, metav1.DeleteOptions{}); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	for _, ns := range nss {
+		b.waitNamespaceGone(ns, n/len(nss))
+	}
+	return converged, ready, figures
+}
