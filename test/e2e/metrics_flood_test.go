@@ -23,12 +23,15 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,7 +150,8 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 
 	// The flood.
 	flooding, stopFlood := context.WithCancel(context.Background())
-	var codes sync.Map // status code (or -1: no answer) → *atomic.Int64
+	var codes sync.Map     // status code (or noAnswer, closedByServer) → *atomic.Int64
+	var firstErrs sync.Map // noAnswer, closedByServer → the first such error
 	var flood sync.WaitGroup
 	floodStart := time.Now()
 	// Each flooder keeps its connection, so that its requests cost it no
@@ -166,7 +170,11 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 						return // cut short by the end of the flood
 					}
 					if err != nil {
-						code = -1
+						code = noAnswer
+						if connectionClosedByServer(err) {
+							code = closedByServer
+						}
+						firstErrs.LoadOrStore(code, err)
 					}
 					n, _ := codes.LoadOrStore(code, new(atomic.Int64))
 					n.(*atomic.Int64).Add(1)
@@ -220,9 +228,11 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 	}
 	tokenReviews := apiRequests(apiAfter, "tokenreviews") - apiRequests(apiBefore, "tokenreviews")
 	rejected := rejectedRequests(apiAfter, level) - rejectedRequests(apiBefore, level)
-	t.Logf("flood of %v by %d clients: answers by status %v (-1: no answer); the Deployment followed the Foo %v after it was scaled; "+
+	t.Logf("flood of %v by %d clients: answers by status %v (%d: no answer, %d: the server closed the "+
+		"connection); the Deployment followed the Foo %v after it was scaled; "+
 		"the API server was sent %.0f TokenReviews, and rejected %.0f requests of priority level %s",
-		flooded.Round(100*time.Millisecond), len(replicas)*flooders, answers, followed.Round(100*time.Millisecond),
+		flooded.Round(100*time.Millisecond), len(replicas)*flooders, answers, noAnswer, closedByServer,
+		followed.Round(100*time.Millisecond),
 		tokenReviews, rejected, level)
 
 	// The leader kept its Lease throughout.
@@ -266,13 +276,23 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 		}
 	}
 
-	// The flood was answered, 401 or 429, never let in.
+	// The flood was answered, 401 or 429, never let in. A kept-alive
+	// connection may be closed under a request sent on it: past its
+	// connection limit the port sheds the oldest idle one (pkg/serving),
+	// and a client sends the request again on a new connection.
 	if answers[http.StatusUnauthorized] == 0 || answers[http.StatusTooManyRequests] == 0 {
 		t.Errorf("answers by status %v: want both 401s (tokens reviewed and refused) and 429s (reviews past the bounds)", answers)
 	}
 	for code, n := range answers {
-		if code != http.StatusUnauthorized && code != http.StatusTooManyRequests && n > 0 {
-			t.Errorf("%d answers with status %d to random tokens, want only 401 and 429", n, code)
+		switch code {
+		case http.StatusUnauthorized, http.StatusTooManyRequests:
+		case closedByServer:
+			err, _ := firstErrs.Load(code)
+			t.Logf("%d requests found their connection closed by the server, the first: %v", n, err)
+		default:
+			err, _ := firstErrs.Load(code)
+			t.Errorf("%d answers with status %d to random tokens, want only 401 and 429 (first error, if any: %v)",
+				n, code, err)
 		}
 	}
 	// Each replica sends at most its burst and its rate of reviews; the
@@ -316,6 +336,20 @@ func fetchWithToken(ctx context.Context, client *http.Client, url, token string)
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, err
+}
+
+// What a flooder's request got instead of a status code.
+const (
+	noAnswer       = -1 // an error other than the connection's end
+	closedByServer = -2 // the server closed the connection the request was sent on
+)
+
+// connectionClosedByServer reports whether err is the end of the
+// connection a request was sent on, closed by the server: the transport
+// reads EOF or a reset where the answer should be.
+func connectionClosedByServer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // randomToken is a bearer token nobody issued, new each time: never in the
