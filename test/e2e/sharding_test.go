@@ -324,7 +324,7 @@ func waitShardedFoosReady(t *testing.T, nss []string, want int) {
 	var last convergence
 	_, err := framework.PollProgress(context.Background(), time.Second, faultStall,
 		func(ctx context.Context) (bool, string, error) {
-			foos, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{})
+			listed, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, "", err
 			}
@@ -332,11 +332,11 @@ func waitShardedFoosReady(t *testing.T, nss []string, want int) {
 			if err != nil {
 				return false, "", err
 			}
-			foos.Items = slices.DeleteFunc(foos.Items, func(f samplev1beta1.Foo) bool { return !slices.Contains(nss, f.Namespace) })
+			listed.Items = slices.DeleteFunc(listed.Items, func(f samplev1beta1.Foo) bool { return !slices.Contains(nss, f.Namespace) })
 			deployments.Items = slices.DeleteFunc(deployments.Items, func(d appsv1.Deployment) bool {
 				return !slices.Contains(nss, d.Namespace)
 			})
-			last = compare(foos.Items, deployments.Items)
+			last = compare(listed.Items, deployments.Items)
 			return last.converged(want), last.progress(), nil
 		})
 	if err != nil {
@@ -418,17 +418,17 @@ func expectServerFiltersAsTheTestHashes(t *testing.T) {
 	seen := 0
 	for index := range testShards {
 		selector := shardSelector(index, testShards)
-		foos, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{ShardSelector: selector})
+		listed, err := cluster.Sample.SamplecontrollerV1beta1().Foos("").List(ctx, metav1.ListOptions{ShardSelector: selector})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, foo := range foos.Items {
+		for _, foo := range listed.Items {
 			if got := shardOf(foo.Namespace, testShards); got != index {
 				t.Errorf("the API server sent Foo %s/%s for shard %d; the test hashes its namespace into %d",
 					foo.Namespace, foo.Name, index, got)
 			}
 		}
-		seen += len(foos.Items)
+		seen += len(listed.Items)
 		deployments, err := cluster.Kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{ShardSelector: selector})
 		if err != nil {
 			t.Fatal(err)
