@@ -172,8 +172,8 @@ func (b *bench) idlePeaks(c shardedConfig) []int64 {
 // each replica's figures once its syncs stood still; then it stops them,
 // and removes the namespaces if asked: minutes at 10,000 Foos, not needed
 // after the last run.
-func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []int64, remove bool) (converged,
-	ready time.Duration, figures []replicaFigures) {
+func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []int64, remove bool) (toConverge,
+	toReady time.Duration, figures []replicaFigures) {
 	nss := make([]string, shardedNamespaces)
 	for i := range nss {
 		// The number first: FNV-1a, the API server's hash, carries a
@@ -197,10 +197,8 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 
 	start := time.Now()
 	ctrls := b.startReplicas(c, prefix)
-	converged = b.waitUntil(t, "convergence of "+prefix, runLimit(n), func(c counts) bool {
-		return c.deployments >= n && c.foosCurrent >= n
-	}).Sub(start)
-	ready = b.waitUntil(t, "every Foo of "+prefix+" Ready", runLimit(n), allReady(n)).Sub(start)
+	toConverge = b.waitUntil(t, "convergence of "+prefix, runLimit(n), converged(n)).Sub(start)
+	toReady = b.waitUntil(t, "every Foo of "+prefix+" Ready", runLimit(n), allReady(n)).Sub(start)
 	// At rest: the rollouts done, the syncs they set off over.
 	_, quiet := b.waitQuiet(runLimit(n), func(ctx context.Context) (float64, error) {
 		var syncs float64
@@ -234,7 +232,7 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 		b.stopController(ctrl)
 	}
 	if !remove {
-		return converged, ready, figures
+		return toConverge, toReady, figures
 	}
 	for _, ns := range nss {
 		if err := b.kube.CoreV1().Namespaces().Delete(b.ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -244,5 +242,5 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 	for _, ns := range nss {
 		b.waitNamespaceGone(ns, n/len(nss))
 	}
-	return converged, ready, figures
+	return toConverge, toReady, figures
 }
