@@ -36,6 +36,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -146,10 +147,23 @@ type faultRun struct {
 // disturb: one of them deletes its namespace). extra flags are passed on.
 func newFaultRun(t *testing.T, prefix, kubeconfig string, extra ...string) *faultRun {
 	t.Helper()
-	ns := newNamespace(t, prefix)
-	r := &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName, kubeconfig: kubeconfig}
+	r := freshFaultRun(t, prefix, kubeconfig)
 	r.startLeader(t, "controller", extra...)
 	return r
+}
+
+// freshFaultRun is a scenario's namespace, and no Lease yet, as after a
+// fresh install: the scenario before ended with its controller killed,
+// holding the one Lease the ServiceAccount's Role allows.
+func freshFaultRun(t *testing.T, prefix, kubeconfig string) *faultRun {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Delete(context.Background(), deployName,
+		metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName, kubeconfig: kubeconfig}
 }
 
 // startLeader starts a controller that watches the run's namespace and

@@ -73,7 +73,8 @@ func TestControllerSurvivesFaults(t *testing.T) {
 	// ServiceAccount's token alone, under the admission policies, which a
 	// restarted API server loads again before it admits a write they match.
 	applyDeployArtifacts(t)
-	sa := serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount)
+	// The token outlives the suite, however many Foos E2E_FAULT_FOOS asks for.
+	sa := serviceAccountKubeconfigFor(t, deployNamespace, deployServiceAccount, 4*time.Hour)
 	waitDeploymentPolicyInForce(t, kubeClientFor(t, sa), metav1.NamespaceDefault)
 
 	t.Run("rides_through_kube_apiserver_killed_and_restarted", func(t *testing.T) { testAPIServerKilled(t, n, sa) })
@@ -313,8 +314,7 @@ func testThrottled(t *testing.T, n int, sa string) {
 		t.Fatal(err)
 	}
 
-	ns := newNamespace(t, "fault-throttled")
-	r := &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName, kubeconfig: sa}
+	r := freshFaultRun(t, "fault-throttled", sa)
 	r.startLeader(t, "controller", fmt.Sprintf("-workers=%d", throttledWorkers))
 	start := time.Now()
 	r.createFoos(t, 0, n)
