@@ -2,7 +2,7 @@ module github.com/kube-samples/sample-controller
 
 go 1.26.0
 
-toolchain go1.26.8
+toolchain go1.27.3
 
 require (
 	github.com/google/go-cmp v0.7.0

@@ -8,10 +8,12 @@
 # to a newer pseudo-version brings newer reports.
 #
 # hack/vulncheck-gate reads govulncheck's findings: a vulnerability the
-# code calls in a module fails the check (require the fixed version in
-# go.mod); one it calls in the Go standard library is listed with the Go
-# release that fixes it (build with that release; see docs/testing.md); one it
-# imports but does not call is counted.
+# code calls fails the check, in a module (require the fixed version in
+# go.mod) or in the Go standard library (move go.mod's toolchain line to the
+# Go release that fixes it, which the go command then builds with; see
+# docs/testing.md); one it imports but does not call is counted. The
+# standard library scanned is that of the go command running this, which
+# go.mod's toolchain line selects.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"

@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -91,8 +93,13 @@ func ownedPolicies(registrations []owned.Registered[*samplev1beta1.Foo]) ([]byte
 			}
 			probes[i], kind = data, want.Kind
 		}
+		minimal, err := json.Marshal(r.Want(minimalProbe()).ApplyConfiguration)
+		if err != nil {
+			return nil, err
+		}
 		resource := r.GroupResource()
-		policy, err := policyFor(samplecontroller.OwnedWritesPolicyName(resource.Resource), resource, kind, probes, o)
+		policy, err := policyFor(samplecontroller.OwnedWritesPolicyName(resource.Resource), resource, kind, probes,
+			minimal, o)
 		if err != nil {
 			return nil, err
 		}
@@ -116,4 +123,37 @@ func probe(i int) *samplev1beta1.Foo {
 	foo.UID = types.UID(fmt.Sprint("probe-", i))
 	owned.EveryFieldSet(reflect.ValueOf(&foo.Spec).Elem(), i+1)
 	return foo
+}
+
+// minimalProbe returns a Foo whose spec sets only what it must: probe 0
+// with every field the CRD leaves optional cleared (one whose JSON name
+// says omitempty or omitzero, as controller-gen reads it).
+func minimalProbe() *samplev1beta1.Foo {
+	foo := probe(0)
+	clearOptional(reflect.ValueOf(&foo.Spec).Elem())
+	return foo
+}
+
+// clearOptional clears the optional fields of the struct v, and of the
+// structs its required fields hold.
+func clearOptional(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			clearOptional(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			field := v.Type().Field(i)
+			if !field.IsExported() {
+				continue
+			}
+			if options := strings.Split(field.Tag.Get("json"), ",")[1:]; slices.Contains(options, "omitempty") ||
+				slices.Contains(options, "omitzero") {
+				v.Field(i).SetZero()
+				continue
+			}
+			clearOptional(v.Field(i))
+		}
+	}
 }

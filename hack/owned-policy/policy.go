@@ -37,7 +37,10 @@ import (
 // differently follows the owner (a replica count, a name). Around the
 // fields the controller sets, a new object may hold only what the API
 // server writes into it (serverDefaults), and an update may change nothing
-// else.
+// else. A third object, for an owner that sets only what it must (the
+// minimal probe), says what the controller may leave out: what the probes
+// hold and it does not (a port a Foo need not ask for) may be missing, and
+// is checked only where present.
 
 // owner is the kind of the objects' controller, as their controller
 // reference names it.
@@ -49,8 +52,8 @@ type owner struct {
 
 // policyFor returns the policy confining writer's writes of one kind,
 // named name, whose objects are probes[0] and probes[1] (as JSON) for two
-// owners.
-func policyFor(name string, resource schema.GroupResource, kind string, probes [2][]byte,
+// owners, and minimal for an owner that sets only what it must.
+func policyFor(name string, resource schema.GroupResource, kind string, probes [2][]byte, minimal []byte,
 	o owner) (*admissionv1.ValidatingAdmissionPolicy, error) {
 	var p [2]any
 	for i := range probes {
@@ -58,12 +61,16 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 			return nil, err
 		}
 	}
+	var pm any
+	if err := json.Unmarshal(minimal, &pm); err != nil {
+		return nil, err
+	}
 	defaults, ok := serverDefaults[kind]
 	if !ok {
 		return nil, fmt.Errorf("no server defaults known for kind %s: add them to serverDefaults", kind)
 	}
 	w := &walker{kind: kind, defaults: defaults, owner: o}
-	if err := w.level("", "variables.object", "variables.oldObject", p[0], p[1]); err != nil {
+	if err := w.level("", "variables.object", "variables.oldObject", p[0], p[1], pm); err != nil {
 		return nil, err
 	}
 	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
@@ -148,7 +155,22 @@ type walker struct {
 	depth          int // of lists: each names its elements apart (e0, e1; o0, o1 before)
 	create, update []rule
 	variables      []admissionv1.Variable // a level's object and old object, named for a reader
+	// guard, if set, is when the rules being added apply: inside a map the
+	// controller may leave out, only where the object has it.
+	guard string
+}
 
+// addCreate adds a rule of a create, under the walker's guard.
+func (w *walker) addCreate(r rule) { w.create = append(w.create, w.guarded(r)) }
+
+// addUpdate adds a rule of an update, under the walker's guard.
+func (w *walker) addUpdate(r rule) { w.update = append(w.update, w.guarded(r)) }
+
+func (w *walker) guarded(r rule) rule {
+	if w.guard == "" {
+		return r
+	}
+	return rule{"!(" + w.guard + ") || (" + r.expr + ")", r.message}
 }
 
 // refs is obj's owner references, the controller's UID alone (controller)
@@ -174,28 +196,36 @@ func (w *walker) controlledBy(obj string) string {
 }
 
 // level adds the rules of the level at path, obj and old in CEL (maps, or
-// {} where absent), of which the probes hold p1 and p2.
-func (w *walker) level(path, obj, old string, p1, p2 any) error {
+// {} where absent), of which the probes hold p1 and p2, and the minimal
+// probe pm (nil where it has nothing).
+func (w *walker) level(path, obj, old string, p1, p2, pm any) error {
 	switch v1 := p1.(type) {
 	case map[string]any:
 		v2, _ := p2.(map[string]any)
-		return w.mapLevel(path, obj, old, v1, v2)
+		vm, _ := pm.(map[string]any)
+		return w.mapLevel(path, obj, old, v1, v2, vm)
 	case []any:
 		v2, _ := p2.([]any)
-		return w.listLevel(path, obj, old, v1, v2)
+		return w.listLevel(path, obj, old, v1, v2, pm)
 	default:
 		// obj and old are optional here: the field may be missing.
 		if equalJSON(p1, p2) {
 			lit := literal(p1)
 			pinned := fmt.Sprintf("(%s.hasValue() && %s.value() == %s)", obj, obj, lit)
-			w.create = append(w.create, rule{pinned, fmt.Sprintf("%s must be %s", display(path), lit)})
+			create, update := fmt.Sprintf("%s must be %s", display(path), lit),
+				fmt.Sprintf("%s may change only to %s", display(path), lit)
+			if pm == nil {
+				// The controller may leave it out: set, it is the value.
+				pinned = fmt.Sprintf("(!%s.hasValue() || %s.value() == %s)", obj, obj, lit)
+				create, update = fmt.Sprintf("%s, if set, must be %s", display(path), lit), update+", or go"
+			}
+			w.addCreate(rule{pinned, create})
 			// An update may leave it as it was: another manager may have
 			// changed it, and a write of the controller's that is not its
 			// repair (the hand-over of its fields' ownership) leaves it so.
 			unchanged := fmt.Sprintf("(%s.hasValue() == %s.hasValue() && (!%s.hasValue() || %s.value() == %s.value()))",
 				obj, old, obj, obj, old)
-			w.update = append(w.update, rule{unchanged + " || " + pinned,
-				fmt.Sprintf("%s may change only to %s", display(path), lit)})
+			w.addUpdate(rule{unchanged + " || " + pinned, update})
 		}
 		return nil
 	}
@@ -208,7 +238,9 @@ const metadataPath = "metadata"
 // whatever the probes hold, or that the controller reference rules cover.
 var varying = map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.ownerReferences": true}
 
-func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
+// mapLevel adds the rules of a map. vm is the minimal probe's, nil if it
+// has none.
+func (w *walker) mapLevel(path, obj, old string, v1, v2, vm map[string]any) error {
 	if w.depth == 0 && path != "" {
 		// Outside lists, each level is a variable, which its children read.
 		name := variableName(path)
@@ -223,7 +255,7 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 		return fmt.Errorf("%s: no server defaults known for %s: add them to serverDefaults", w.kind, display(path))
 	}
 	if !allowed.anyKey {
-		w.create = append(w.create, rule{
+		w.addCreate(rule{
 			fmt.Sprintf("%s.all(k, k in %s%s)", obj, literal(owned), allowed.cel("k", obj)),
 			fmt.Sprintf("%s may hold %s alone%s", display(path), strings.Join(owned, ", "), allowed.describe()),
 		})
@@ -232,7 +264,7 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 	if path == metadataPath {
 		kept = slices.Concat(owned, serverWritten)
 	}
-	w.update = append(w.update, rule{
+	w.addUpdate(rule{
 		fmt.Sprintf("%s.all(k, k in %s || (k in %s && %s[k] == %s[k])) && %s.all(k, k in %s || k in %s)",
 			obj, literal(kept), old, obj, old, old, literal(kept), obj),
 		fmt.Sprintf("at %s only %s may change", display(path), strings.Join(owned, ", ")),
@@ -251,7 +283,20 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 		case []any:
 			childObj, childOld = "dyn("+childObj+".orValue([]))", "dyn("+childOld+".orValue([]))"
 		}
-		if err := w.level(child, childObj, childOld, v1[k], v2[k]); err != nil {
+		childMinimal, inMinimal := vm[k]
+		guard := w.guard
+		if _, isMap := v1[k].(map[string]any); isMap && !inMinimal {
+			// A map the controller may leave out: where present, it holds
+			// what the probes' does, and its rules apply there alone.
+			childMinimal = v1[k]
+			w.guard = fmt.Sprintf("%s[?%s].hasValue()", obj, literal(k))
+			if guard != "" {
+				w.guard = guard + " && " + w.guard
+			}
+		}
+		err := w.level(child, childObj, childOld, v1[k], v2[k], childMinimal)
+		w.guard = guard
+		if err != nil {
 			return err
 		}
 	}
@@ -264,24 +309,62 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2 map[string]any) error {
 // against the element of that name before an update; an element of
 // another name, another manager's, may only stay as it was. Any other list
 // the controller sets, it sets whole (a scalar list) or the reference rules
-// cover (owner references).
-func (w *walker) listLevel(path, obj, old string, v1, v2 []any) error {
+// cover (owner references). An element, or a whole list, the minimal
+// probe pm lacks may be missing.
+func (w *walker) listLevel(path, obj, old string, v1, v2 []any, pm any) error {
 	e, o := fmt.Sprint("e", w.depth), fmt.Sprint("o", w.depth)
 	names, named := elementNames(v1, v2)
 	if !named {
 		if equalJSON(v1, v2) {
 			lit := literal(v1)
-			w.create = append(w.create, rule{obj + " == " + lit, fmt.Sprintf("%s must be %s", display(path), lit)})
-			w.update = append(w.update, rule{obj + " == " + lit, fmt.Sprintf("%s must stay %s", display(path), lit)})
+			create, update := obj+" == "+lit, obj+" == "+lit
+			createMessage, updateMessage := fmt.Sprintf("%s must be %s", display(path), lit),
+				fmt.Sprintf("%s must stay %s", display(path), lit)
+			if pm == nil {
+				create, update = fmt.Sprintf("size(%s) == 0 || %s", obj, create), fmt.Sprintf("size(%s) == 0 || %s", obj, update)
+				createMessage, updateMessage = fmt.Sprintf("%s, if set, must be %s", display(path), lit), updateMessage+", or go"
+			}
+			w.addCreate(rule{create, createMessage})
+			w.addUpdate(rule{update, updateMessage})
 		}
 		return nil
 	}
-	w.create = append(w.create, rule{
-		fmt.Sprintf("size(%s) == %d && %s.all(%s, %s[?'name'].orValue('') in %s)",
-			obj, len(names), obj, e, e, literal(names)),
-		fmt.Sprintf("%s must be %s alone", display(path), strings.Join(names, ", ")),
-	})
-	w.update = append(w.update, rule{
+	// The elements the minimal probe has, by name: the others may be missing.
+	minimal := map[string]any{}
+	if vm, ok := pm.([]any); ok {
+		for _, m := range vm {
+			if element, ok := m.(map[string]any); ok {
+				if name, ok := element["name"].(string); ok {
+					minimal[name] = element
+				}
+			}
+		}
+	}
+	var required []string
+	for _, name := range names {
+		if _, ok := minimal[name]; ok {
+			required = append(required, name)
+		}
+	}
+	if len(required) == len(names) {
+		w.addCreate(rule{
+			fmt.Sprintf("size(%s) == %d && %s.all(%s, %s[?'name'].orValue('') in %s)",
+				obj, len(names), obj, e, e, literal(names)),
+			fmt.Sprintf("%s must be %s alone", display(path), strings.Join(names, ", ")),
+		})
+	} else {
+		expr := fmt.Sprintf("size(%s) <= %d && %s.all(%s, %s[?'name'].orValue('') in %s)",
+			obj, len(names), obj, e, e, literal(names))
+		message := fmt.Sprintf("%s may hold %s alone", display(path), strings.Join(names, ", "))
+		for _, name := range required {
+			expr += fmt.Sprintf(" && %s.exists(%s, %s[?'name'].orValue('') == %s)", obj, e, e, literal(name))
+		}
+		if len(required) > 0 {
+			message += fmt.Sprintf(", and must hold %s", strings.Join(required, ", "))
+		}
+		w.addCreate(rule{expr, message})
+	}
+	w.addUpdate(rule{
 		fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') in %s || %s.exists(%s, %s == %s))",
 			obj, e, e, literal(names), old, o, o, e),
 		fmt.Sprintf("%s may add no element but %s", display(path), strings.Join(names, ", ")),
@@ -291,12 +374,18 @@ func (w *walker) listLevel(path, obj, old string, v1, v2 []any) error {
 		// before the update, or {} if it is new.
 		sub := &walker{kind: w.kind, defaults: w.defaults, owner: w.owner, depth: w.depth + 1}
 		elem := path + "[]"
-		if err := sub.level(elem, e, o, v1[i], v2[i]); err != nil {
+		// An element the controller may leave out holds, where present,
+		// what the probes' does.
+		elementMinimal, ok := minimal[name]
+		if !ok {
+			elementMinimal = v1[i]
+		}
+		if err := sub.level(elem, e, o, v1[i], v2[i], elementMinimal); err != nil {
 			return err
 		}
 		at := fmt.Sprintf("%s[name=%s]", display(path), name)
 		for _, r := range sub.create {
-			w.create = append(w.create, rule{
+			w.addCreate(rule{
 				fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') != %s || %s)", obj, e, e, literal(name), r.expr),
 				strings.Replace(r.message, display(elem), at, 1),
 			})
@@ -304,7 +393,7 @@ func (w *walker) listLevel(path, obj, old string, v1, v2 []any) error {
 		// A new element is checked as on a create.
 		newElement := andAll(sub.create)
 		for _, r := range sub.update {
-			w.update = append(w.update, rule{
+			w.addUpdate(rule{
 				fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') != %s || (%s.exists(%s, %s[?'name'].orValue('') == %s) ? "+
 					"%s.filter(%s, %s[?'name'].orValue('') == %s).all(%s, %s) : %s))",
 					obj, e, e, literal(name), old, o, o, literal(name), old, o, o, literal(name), o, r.expr, newElement),

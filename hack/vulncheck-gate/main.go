@@ -20,9 +20,11 @@ limitations under the License.
 //   - a vulnerability the code calls in a module: fixed by requiring the
 //     module's fixed version in go.mod; it fails;
 //   - one the code calls in the Go standard library: fixed by building
-//     with the Go release that fixes it, which go.mod cannot pin for the
-//     machine that builds; it is listed with that release, and fails only
-//     with -fail-on-stdlib;
+//     with the Go release that fixes it, which the toolchain line of go.mod
+//     names (the go command fetches it where an older one is installed);
+//     it fails too, listed with that release: a binary built by a release
+//     the check passed on, with go.mod asking for it, carries no known
+//     called vulnerability of its standard library;
 //   - one in a module or package the code imports but does not call: not
 //     reachable; counted.
 package main
@@ -112,23 +114,31 @@ func list(w io.Writer, found map[string]string) {
 	}
 }
 
+// gate writes what v says to w and reports whether the check fails: on any
+// vulnerability called, in a module or in the standard library.
+func gate(w io.Writer, v verdict) (fail bool) {
+	fmt.Fprintf(w, "govulncheck: %d vulnerabilities called in modules, %d in the Go standard library, "+
+		"%d imported but not called\n", len(v.modules), len(v.stdlib), len(v.notCalled))
+	if len(v.stdlib) > 0 {
+		fmt.Fprintln(w, "called in the Go standard library: build with the Go release that fixes them, "+
+			"and name it in go.mod's toolchain line")
+		list(w, v.stdlib)
+	}
+	if len(v.modules) > 0 {
+		fmt.Fprintln(w, "called in modules: require the fixed versions in go.mod")
+		list(w, v.modules)
+	}
+	return len(v.modules) > 0 || len(v.stdlib) > 0
+}
+
 func main() {
-	failOnStdlib := flag.Bool("fail-on-stdlib", false, "fail on called vulnerabilities of the Go standard library too")
 	flag.Parse()
 	v, err := read(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Printf("govulncheck: %d vulnerabilities called in modules, %d in the Go standard library "+
-		"(build with the Go release that fixes them), %d imported but not called\n",
-		len(v.modules), len(v.stdlib), len(v.notCalled))
-	list(os.Stdout, v.stdlib)
-	if len(v.modules) > 0 {
-		fmt.Println("called in modules: require the fixed versions in go.mod")
-		list(os.Stdout, v.modules)
-	}
-	if len(v.modules) > 0 || (*failOnStdlib && len(v.stdlib) > 0) {
+	if gate(os.Stdout, v) {
 		os.Exit(1)
 	}
 }

@@ -61,3 +61,37 @@ func TestReadRefusesWhatIsNotGovulncheckJSON(t *testing.T) {
 		}
 	}
 }
+
+// A vulnerability called fails the check, in a module or in the standard
+// library alike, each listed with its fix; one only imported does not.
+func TestGateFailsOnEveryCalledVulnerability(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		v        verdict
+		wantFail bool
+		want     string
+	}{
+		{"standard library alone", verdict{
+			stdlib: map[string]string{"GO-2026-0002": "net/http (stdlib@v1.26.8, fixed in v1.26.9)"},
+		}, true, "govulncheck: 0 vulnerabilities called in modules, 1 in the Go standard library, 0 imported but not called\n" +
+			"called in the Go standard library: build with the Go release that fixes them, and name it in go.mod's toolchain line\n" +
+			"  GO-2026-0002: net/http (stdlib@v1.26.8, fixed in v1.26.9) https://pkg.go.dev/vuln/GO-2026-0002\n"},
+		{"module alone", verdict{
+			modules: map[string]string{"GO-2026-0001": "golang.org/x/net/http2 (golang.org/x/net@v0.57.0, fixed in v0.60.0)"},
+		}, true, "govulncheck: 1 vulnerabilities called in modules, 0 in the Go standard library, 0 imported but not called\n" +
+			"called in modules: require the fixed versions in go.mod\n" +
+			"  GO-2026-0001: golang.org/x/net/http2 (golang.org/x/net@v0.57.0, fixed in v0.60.0) https://pkg.go.dev/vuln/GO-2026-0001\n"},
+		{"imported, not called", verdict{notCalled: map[string]bool{"GO-2026-0003": true}}, false,
+			"govulncheck: 0 vulnerabilities called in modules, 0 in the Go standard library, 1 imported but not called\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			if fail := gate(&out, tc.v); fail != tc.wantFail {
+				t.Errorf("gate fails %v, want %v", fail, tc.wantFail)
+			}
+			if out.String() != tc.want {
+				t.Errorf("gate wrote:\n%s\nwant:\n%s", out.String(), tc.want)
+			}
+		})
+	}
+}

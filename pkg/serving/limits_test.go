@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,7 +57,10 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duratio
 	t.Helper()
 	start := time.Now()
 	_ = conn.SetReadDeadline(start.Add(limit))
-	if _, err := io.Copy(io.Discard, conn); err != nil {
+	// Closed while the client still sends, the connection may end in a
+	// reset (the kernel answers bytes left unread with RST), as it does
+	// under go1.27.3: closed either way.
+	if _, err := io.Copy(io.Discard, conn); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("the server did not close the connection within %v: %v", limit, err)
 	}
 	return time.Since(start)

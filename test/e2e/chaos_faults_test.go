@@ -91,7 +91,7 @@ var chaosFaults = []chaosFault{
 		if err != nil {
 			t.Fatal(err)
 		}
-		level, remove := throttleServiceAccounts(t, deployNamespace, replicaAccounts...)
+		level, remove := throttleDeployedAccount(t)
 		// A burst of changes, so that the leader's workers send more
 		// requests at once than the level's seats: the steady users alone
 		// seldom do.

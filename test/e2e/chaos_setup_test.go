@@ -21,11 +21,13 @@ package e2e
 // The chaos scenarios' world (chaos_test.go, soak_test.go): a control
 // plane of their own whose kube-apiserver audits every write to Foos,
 // Deployments and the controller's Lease; the controller installed as
-// artifacts/deploy installs it, each replica under a ServiceAccount of its
-// own (so that the audit log tells them apart even by credentials, and so
-// that priority and fairness applies to them: the admin's system:masters
-// group is exempt); a namespace of Foos, and a Deployment of somebody
-// else's among them that nobody may touch.
+// artifacts/deploy installs it, each replica with a token of its own of
+// the deployed ServiceAccount, as each pod of artifacts/deploy has: under
+// the admission policies that confine that account, and under priority and
+// fairness (the admin's system:masters group is exempt). The audit log
+// tells the replicas apart by the identity each names in its user agent.
+// A namespace of Foos, and a Deployment of somebody else's among them that
+// nobody may touch.
 
 import (
 	"context"
@@ -33,14 +35,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -61,24 +59,22 @@ const (
 	foreignDeployment = "foreign"
 	// fooPrefix names the Foos: chaos-000, chaos-001, ...
 	fooPrefix = "chaos"
+	// chaosReplicas is how many replicas a scenario runs, each with a
+	// token of its own.
+	chaosReplicas = 2
 )
-
-// replicaAccounts are the ServiceAccounts of the two replicas, in
-// deployNamespace: artifacts/deploy's own, and a second one bound to the
-// same roles.
-var replicaAccounts = []string{deployServiceAccount, deployServiceAccount + "-b"}
 
 // chaosWorld is what the scenarios run in.
 type chaosWorld struct {
 	ns          string
-	kubeconfigs []string // one per replicaAccounts
+	kubeconfigs []string // a token of the deployed ServiceAccount per replica
 	foreign     *appsv1.Deployment
 	auditLog    string
 }
 
-// setUpChaosWorld starts the control plane and installs the controller's
-// accounts, the namespace, the foreign Deployment and foos Foos with
-// replica counts from rng; the accounts' tokens are valid for valid.
+// setUpChaosWorld starts the control plane and installs the controller, a
+// token per replica, the namespace, the foreign Deployment and foos Foos with
+// replica counts from rng; the tokens are valid for valid.
 func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration) *chaosWorld {
 	t.Helper()
 	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
@@ -94,11 +90,13 @@ func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration
 		framework.WithTimeout(180*time.Second))
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)
-	addReplicaAccount(t, replicaAccounts[1])
 	w := &chaosWorld{ns: newNamespace(t, "chaos"), auditLog: own.AuditLogPath()}
-	for _, account := range replicaAccounts {
-		w.kubeconfigs = append(w.kubeconfigs, serviceAccountKubeconfigFor(t, deployNamespace, account, valid))
+	for range chaosReplicas {
+		w.kubeconfigs = append(w.kubeconfigs, serviceAccountKubeconfigFor(t, deployNamespace, deployServiceAccount, valid))
 	}
+	// The replicas start under the policies of artifacts/deploy, not in the
+	// moment before the API server enforces them.
+	waitDeploymentPolicyInForce(t, kubeClientFor(t, w.kubeconfigs[0]), w.ns)
 	var err error
 	w.foreign, err = cluster.Kube.AppsV1().Deployments(w.ns).Create(context.Background(),
 		unmanagedDeployment(w.ns, foreignDeployment, 1), metav1.CreateOptions{})
@@ -123,53 +121,14 @@ func setUpChaosWorld(t *testing.T, foos int, rng *rand.Rand, valid time.Duration
 
 func chaosFooName(i int) string { return fmt.Sprintf("%s-%03d", fooPrefix, i) }
 
-// addReplicaAccount creates a ServiceAccount in deployNamespace bound to
-// the roles artifacts/deploy binds its own to: the controller's ClusterRole,
-// the leader election, sharding and webhook Roles. The namespace goes with
-// applyDeployArtifacts' clean-up; the ClusterRoleBinding is removed here.
-func addReplicaAccount(t *testing.T, name string) {
-	t.Helper()
-	ctx := context.Background()
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: deployNamespace}}
-	if _, err := cluster.Kube.CoreV1().ServiceAccounts(deployNamespace).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rbac := cluster.Kube.RbacV1()
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: deployName},
-		Subjects:   subject,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		err := rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("removing ClusterRoleBinding %s: %v", name, err)
-		}
-	})
-	// The Roles of the namespace: the leader election Lease's, the shard
-	// Leases' and the webhook CA Secret's.
-	for _, role := range []string{deployName + "-leader-election", deployName + "-sharding", deployName + "-webhook"} {
-		if _, err := rbac.RoleBindings(deployNamespace).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name + strings.TrimPrefix(role, deployName)},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
-			Subjects:   subject,
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// replicaArgs are the flags of a replica running under the kubeconfig of
-// one of the accounts: the Lease and the webhook's CA Secret of
+// replicaArgs are the flags of the replica running with the token of
+// kubeconfigs[replica]: the Lease and the webhook's CA Secret of
 // artifacts/deploy, which its Roles allow, the shortened
 // timings, metrics over plain HTTP on loopback (scraped every few seconds
 // through faults, without TokenReviews that a throttled or restarting API
 // server would make fail).
-func (w *chaosWorld) replicaArgs(account int) []string {
-	return []string{"-kubeconfig=" + w.kubeconfigs[account], "-namespace=" + w.ns,
+func (w *chaosWorld) replicaArgs(replica int) []string {
+	return []string{"-kubeconfig=" + w.kubeconfigs[replica], "-namespace=" + w.ns,
 		"-leader-elect=true", "-leader-elect-namespace=" + deployNamespace, "-leader-elect-id=" + deployName,
 		"-webhook-namespace=" + deployNamespace,
 		"-leader-elect-lease-duration=" + chaosLeaseDuration.String(),

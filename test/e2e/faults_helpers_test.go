@@ -36,6 +36,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -49,9 +50,6 @@ const (
 	// faultClusterDir is the fault scenarios' own control plane, under the
 	// suite's outDir: the rest of the suite never sees a disturbed cluster.
 	faultClusterDir = "faults-cluster"
-	// faultLeaseNamespace holds the scenarios' Leases, outside the
-	// namespaces they disturb (one of them deletes its namespace).
-	faultLeaseNamespace = metav1.NamespaceDefault
 	// creators is how many goroutines create Foos at once.
 	creators = 8
 	// faultStall is how long the Foos of a scenario may make no progress
@@ -135,19 +133,37 @@ type faultRun struct {
 	want    int // Foos created so far
 	leaseNS string
 	leaseID string
-	leader  *replica
-	started time.Time // when the leader's process started
+	// kubeconfig, if set, is the deployed ServiceAccount's, which the
+	// leaders run with (and so with its Lease and webhook CA Secret).
+	kubeconfig string
+	leader     *replica
+	started    time.Time // when the leader's process started
 }
 
 // newFaultRun creates the scenario's namespace and starts a controller for
-// it with leader election on, its Lease in faultLeaseNamespace; extra flags
-// are passed on.
-func newFaultRun(t *testing.T, prefix string, extra ...string) *faultRun {
+// it as artifacts/deploy runs it: with the deployed ServiceAccount's token
+// of kubeconfig alone, under its admission policies, leader election on,
+// its Lease the one its Role allows (outside the namespaces the scenarios
+// disturb: one of them deletes its namespace). extra flags are passed on.
+func newFaultRun(t *testing.T, prefix, kubeconfig string, extra ...string) *faultRun {
 	t.Helper()
-	ns := newNamespace(t, prefix)
-	r := &faultRun{ns: ns, leaseNS: faultLeaseNamespace, leaseID: "faults-" + ns}
+	r := freshFaultRun(t, prefix, kubeconfig)
 	r.startLeader(t, "controller", extra...)
 	return r
+}
+
+// freshFaultRun is a scenario's namespace, and no Lease yet, as after a
+// fresh install: the scenario before ended with its controller killed,
+// holding the one Lease the ServiceAccount's Role allows.
+func freshFaultRun(t *testing.T, prefix, kubeconfig string) *faultRun {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Delete(context.Background(), deployName,
+		metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName, kubeconfig: kubeconfig}
 }
 
 // startLeader starts a controller that watches the run's namespace and
@@ -156,8 +172,13 @@ func newFaultRun(t *testing.T, prefix string, extra ...string) *faultRun {
 // expired (15 s). extra flags come last and override the defaults.
 func (r *faultRun) startLeader(t *testing.T, name string, extra ...string) {
 	t.Helper()
-	args := append([]string{"-namespace=" + r.ns, "-leader-elect=true",
-		"-leader-elect-namespace=" + r.leaseNS, "-leader-elect-id=" + r.leaseID}, extra...)
+	args := []string{"-namespace=" + r.ns, "-leader-elect=true",
+		"-leader-elect-namespace=" + r.leaseNS, "-leader-elect-id=" + r.leaseID}
+	if r.kubeconfig != "" {
+		// Its webhook keeps its CA where the webhook Role lets it.
+		args = append(args, "-kubeconfig="+r.kubeconfig, "-webhook-namespace="+deployNamespace)
+	}
+	args = append(args, extra...)
 	r.started = time.Now()
 	c := startController(t, name, args...)
 	r.leader = &replica{Controller: c, identity: leaderElectionIdentity(t, c)}

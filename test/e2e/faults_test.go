@@ -69,13 +69,20 @@ func TestControllerSurvivesFaults(t *testing.T) {
 	useFaultCluster(t, n)
 	ensureStandardCRD(t)
 	t.Logf("%d Foos per scenario", n)
+	// Every scenario's controller runs as artifacts/deploy runs it: with the
+	// ServiceAccount's token alone, under the admission policies, which a
+	// restarted API server loads again before it admits a write they match.
+	applyDeployArtifacts(t)
+	// The token outlives the suite, however many Foos E2E_FAULT_FOOS asks for.
+	sa := serviceAccountKubeconfigFor(t, deployNamespace, deployServiceAccount, 4*time.Hour)
+	waitDeploymentPolicyInForce(t, kubeClientFor(t, sa), metav1.NamespaceDefault)
 
-	t.Run("rides_through_kube_apiserver_killed_and_restarted", func(t *testing.T) { testAPIServerKilled(t, n) })
-	t.Run("rides_through_etcd_killed_and_restarted", func(t *testing.T) { testEtcdKilled(t, n) })
-	t.Run("leader_exits_when_kube_apiserver_hangs_past_renew_deadline", func(t *testing.T) { testAPIServerPaused(t, n) })
-	t.Run("killed_controller_restarts_without_duplicates_and_deletes_renamed", func(t *testing.T) { testControllerKilled(t, n) })
-	t.Run("converges_when_priority_and_fairness_rejects_its_requests", func(t *testing.T) { testThrottled(t, n) })
-	t.Run("namespace_deleted_during_creation_leaves_nothing_and_no_hot_loop", func(t *testing.T) { testNamespaceDeleted(t, n) })
+	t.Run("rides_through_kube_apiserver_killed_and_restarted", func(t *testing.T) { testAPIServerKilled(t, n, sa) })
+	t.Run("rides_through_etcd_killed_and_restarted", func(t *testing.T) { testEtcdKilled(t, n, sa) })
+	t.Run("leader_exits_when_kube_apiserver_hangs_past_renew_deadline", func(t *testing.T) { testAPIServerPaused(t, n, sa) })
+	t.Run("killed_controller_restarts_without_duplicates_and_deletes_renamed", func(t *testing.T) { testControllerKilled(t, n, sa) })
+	t.Run("converges_when_priority_and_fairness_rejects_its_requests", func(t *testing.T) { testThrottled(t, n, sa) })
+	t.Run("namespace_deleted_during_creation_leaves_nothing_and_no_hot_loop", func(t *testing.T) { testNamespaceDeleted(t, n, sa) })
 }
 
 // The kube-apiserver is SIGKILLed mid-convergence and started again 5 s
@@ -88,9 +95,9 @@ func TestControllerSurvivesFaults(t *testing.T) {
 // results). With the default 10 s deadline the leader then exits, as the
 // paused API server scenario shows. This scenario gives the leader a 90 s
 // renew deadline (and a 100 s lease) and checks the outage was shorter.
-func testAPIServerKilled(t *testing.T, n int) {
+func testAPIServerKilled(t *testing.T, n int, sa string) {
 	const renewDeadline = 90 * time.Second
-	r := newFaultRun(t, "fault-apiserver-kill",
+	r := newFaultRun(t, "fault-apiserver-kill", sa,
 		"-leader-elect-renew-deadline="+renewDeadline.String(), "-leader-elect-lease-duration=100s")
 	r.createFoos(t, 0, n)
 	r.waitMidConvergence(t)
@@ -122,9 +129,9 @@ func testAPIServerKilled(t *testing.T, n int) {
 // outage shorter than that deadline was enough for the leader to exit on a
 // busy machine (docs/failure-modes.md, Measured results). So, as for the killed API server, the
 // leader has a 90 s renew deadline, and the outage must be shorter.
-func testEtcdKilled(t *testing.T, n int) {
+func testEtcdKilled(t *testing.T, n int, sa string) {
 	const renewDeadline = 90 * time.Second
-	r := newFaultRun(t, "fault-etcd-kill",
+	r := newFaultRun(t, "fault-etcd-kill", sa,
 		"-leader-elect-renew-deadline="+renewDeadline.String(), "-leader-elect-lease-duration=100s")
 	r.createFoos(t, 0, n)
 	r.waitMidConvergence(t)
@@ -193,8 +200,8 @@ func (r *faultRun) expectRodeThrough(t *testing.T, n int, component string) {
 // exits non-zero with "Lost leadership, exiting" while the API server is
 // still paused. A controller started afterwards takes the Lease once it has
 // expired and converges everything.
-func testAPIServerPaused(t *testing.T, n int) {
-	r := newFaultRun(t, "fault-apiserver-pause")
+func testAPIServerPaused(t *testing.T, n int, sa string) {
+	r := newFaultRun(t, "fault-apiserver-pause", sa)
 	r.createFoos(t, 0, n)
 	r.waitMidConvergence(t)
 
@@ -234,8 +241,8 @@ func testAPIServerPaused(t *testing.T, n int) {
 // (spec.deployment.name). A new controller, once the Lease of the dead one
 // has expired, converges: no Foo gets a second Deployment for a name it
 // already has, and each renamed Foo ends with only its new Deployment.
-func testControllerKilled(t *testing.T, n int) {
-	r := newFaultRun(t, "fault-controller-kill")
+func testControllerKilled(t *testing.T, n int, sa string) {
+	r := newFaultRun(t, "fault-controller-kill", sa)
 	r.createFoos(t, 0, n)
 	r.waitMidConvergence(t)
 
@@ -300,19 +307,15 @@ func renameSomeDeployedFoos(t *testing.T, r *faultRun, max int) map[string]bool 
 // controllers: the leader staying proves it matches. Every Foo still converges; the 429s are
 // bounded because each one makes the client wait the Retry-After the API
 // server sends before it tries again.
-func testThrottled(t *testing.T, n int) {
-	applyDeployArtifacts(t)
-	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount)
-	level := throttleServiceAccount(t, deployNamespace, deployServiceAccount)
+func testThrottled(t *testing.T, n int, sa string) {
+	level := throttleServiceAccount(t)
 	before, err := cluster.ScrapeAPIServer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	ns := newNamespace(t, "fault-throttled")
-	r := &faultRun{ns: ns, leaseNS: deployNamespace, leaseID: deployName} // the Lease its Role allows
-	r.startLeader(t, "controller", "-kubeconfig="+kubeconfig, fmt.Sprintf("-workers=%d", throttledWorkers),
-		"-webhook-namespace="+deployNamespace) // where the webhook Role lets it keep its CA
+	r := freshFaultRun(t, "fault-throttled", sa)
+	r.startLeader(t, "controller", fmt.Sprintf("-workers=%d", throttledWorkers))
 	start := time.Now()
 	r.createFoos(t, 0, n)
 	converged := r.waitConverged(t, start)
@@ -343,11 +346,11 @@ func testThrottled(t *testing.T, n int) {
 	}
 }
 
-// throttleServiceAccount installs a throttle (throttleServiceAccounts) on
-// the ServiceAccount ns/name and removes it when the test ends.
-func throttleServiceAccount(t *testing.T, ns, name string) string {
+// throttleServiceAccount installs a throttle (throttleDeployedAccount) and
+// removes it when the test ends.
+func throttleServiceAccount(t *testing.T) string {
 	t.Helper()
-	level, remove := throttleServiceAccounts(t, ns, name)
+	level, remove := throttleDeployedAccount(t)
 	t.Cleanup(func() {
 		if err := remove(); err != nil {
 			t.Errorf("removing the throttle: %v", err)
@@ -356,36 +359,26 @@ func throttleServiceAccount(t *testing.T, ns, name string) string {
 	return level
 }
 
-// throttleServiceAccounts installs a PriorityLevelConfiguration with one
+// throttleDeployedAccount installs a PriorityLevelConfiguration with one
 // nominal share, no borrowing and Reject as limit response, and a
-// FlowSchema sending every request of the ServiceAccounts ns/names to it,
-// except their Lease requests; it returns the level's name once the API
-// server enforces it, and the function that removes what it installed.
-// The Lease requests of artifacts/deploy's ServiceAccount go where its own
-// FlowSchema sends them (applyDeployArtifacts first); those of any other
-// account, to the same leader-election level through a FlowSchema of the
-// test's.
-func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, func() error) {
+// FlowSchema sending every request of artifacts/deploy's ServiceAccount to
+// it but its Lease requests, which go where that account's own FlowSchema
+// sends them (applyDeployArtifacts first); it returns the level's name once
+// the API server enforces it, and the function that removes what it
+// installed.
+func throttleDeployedAccount(t *testing.T) (string, func() error) {
 	t.Helper()
 	ctx := context.Background()
 	flowcontrol := cluster.Kube.FlowcontrolV1()
 	const level = "e2e-throttled"
-	subjects := make([]flowcontrolv1.Subject, 0, len(names))
-	var leaseSubjects []flowcontrolv1.Subject
-	for _, name := range names {
-		subject := flowcontrolv1.Subject{
-			Kind:           flowcontrolv1.SubjectKindServiceAccount,
-			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: ns, Name: name},
-		}
-		subjects = append(subjects, subject)
-		if ns == deployNamespace && name == deployServiceAccount {
-			if _, err := flowcontrol.FlowSchemas().Get(ctx, deployLeaseFlowSchema, metav1.GetOptions{}); err != nil {
-				t.Fatalf("the FlowSchema of %s for the Lease of %s/%s: %v", deployKustomization, ns, name, err)
-			}
-			continue
-		}
-		leaseSubjects = append(leaseSubjects, subject)
+	if _, err := flowcontrol.FlowSchemas().Get(ctx, deployLeaseFlowSchema, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the FlowSchema of %s for the Lease of %s/%s: %v", deployKustomization, deployNamespace,
+			deployServiceAccount, err)
 	}
+	subjects := []flowcontrolv1.Subject{{
+		Kind:           flowcontrolv1.SubjectKindServiceAccount,
+		ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: deployNamespace, Name: deployServiceAccount},
+	}}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: level},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
@@ -396,21 +389,6 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 				BorrowingLimitPercent:    ptr.To[int32](0),
 				LimitResponse:            flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
 			},
-		},
-	}
-	leases := &flowcontrolv1.FlowSchema{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-throttled-leases"},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "leader-election"},
-			MatchingPrecedence:         400,
-			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: leaseSubjects,
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
-					Verbs: []string{"get", "create", "update"}, APIGroups: []string{"coordination.k8s.io"},
-					Resources: []string{"leases"}, Namespaces: []string{flowcontrolv1.NamespaceEvery},
-				}},
-			}},
 		},
 	}
 	everything := &flowcontrolv1.FlowSchema{
@@ -435,7 +413,6 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 		var errs []error
 		for _, err := range []error{
 			flowcontrol.FlowSchemas().Delete(context.Background(), everything.Name, metav1.DeleteOptions{}),
-			flowcontrol.FlowSchemas().Delete(context.Background(), leases.Name, metav1.DeleteOptions{}),
 			flowcontrol.PriorityLevelConfigurations().Delete(context.Background(), level, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -447,16 +424,8 @@ func throttleServiceAccounts(t *testing.T, ns string, names ...string) (string, 
 	if _, err := flowcontrol.PriorityLevelConfigurations().Create(ctx, pl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The Leases' first, so that they are never throttled meanwhile.
-	var schemas []*flowcontrolv1.FlowSchema
-	if len(leaseSubjects) > 0 {
-		schemas = append(schemas, leases)
-	}
-	schemas = append(schemas, everything)
-	for _, fs := range schemas {
-		if _, err := flowcontrol.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(errors.Join(err, remove()))
-		}
+	if _, err := flowcontrol.FlowSchemas().Create(ctx, everything, metav1.CreateOptions{}); err != nil {
+		t.Fatal(errors.Join(err, remove()))
 	}
 	var seats float64
 	eventually(t, convergeTimeout, "the API server to enforce priority level "+level, func(ctx context.Context) (bool, error) {
@@ -490,8 +459,8 @@ func rejectedRequests(samples []framework.Sample, level string) float64 {
 // with backoff, no hot loop, until the namespace controller has deleted
 // them, and stops sending requests once the namespace is gone, with nothing
 // left behind.
-func testNamespaceDeleted(t *testing.T, n int) {
-	r := newFaultRun(t, "fault-ns-delete")
+func testNamespaceDeleted(t *testing.T, n int, sa string) {
+	r := newFaultRun(t, "fault-ns-delete", sa)
 	ctx := context.Background()
 
 	type creation struct {

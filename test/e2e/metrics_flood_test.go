@@ -76,7 +76,7 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)
 	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount)
-	level := throttleServiceAccount(t, deployNamespace, deployServiceAccount)
+	level := throttleServiceAccount(t)
 	ns := newNamespace(t, "flood")
 	leases := cluster.Kube.CoordinationV1().Leases(deployNamespace)
 

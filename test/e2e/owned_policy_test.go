@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -77,12 +78,7 @@ func TestDeploymentPolicyLetsTheServiceAccountDoAFoosWorkAlone(t *testing.T) {
 		_, err := saKube.AppsV1().Deployments(d.Namespace).Create(ctx, d, dryRun)
 		return err
 	}
-	// In force a moment after it is created: the API server loads policies
-	// through an informer.
-	eventually(t, convergeTimeout, "policy "+deploymentsPolicy+" in force", func(ctx context.Context) (bool, error) {
-		err := create(ctx, asked(podSpec(func(s *corev1.PodSpec) { s.HostNetwork = true })))
-		return refusalBy(deploymentsPolicy, err, "spec.template.spec may hold containers alone") == nil, nil
-	})
+	waitDeploymentPolicyInForce(t, saKube, ns)
 
 	refused := []struct {
 		what, message string
@@ -221,6 +217,21 @@ func fooDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// waitDeploymentPolicyInForce waits until the API server enforces the
+// Deployments' admission policy on saKube, a client of the deployed
+// ServiceAccount: it loads a new policy through an informer, a moment after
+// it is created, and again after it restarts. It tries, in dry run, a Foo's
+// Deployment with the host's network in the namespace ns.
+func waitDeploymentPolicyInForce(t *testing.T, saKube kubernetes.Interface, ns string) {
+	t.Helper()
+	d := fooDeployment(t, ns, "policy-probe")
+	d.Spec.Template.Spec.HostNetwork = true
+	eventually(t, convergeTimeout, "policy "+deploymentsPolicy+" in force", func(ctx context.Context) (bool, error) {
+		_, err := saKube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return refusalBy(deploymentsPolicy, err, "spec.template.spec may hold containers alone") == nil, nil
+	})
 }
 
 // refusalByEither says why err is the refusal of neither the policy first

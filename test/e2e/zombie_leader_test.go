@@ -103,17 +103,17 @@ func TestPausedLeaderWritesNothingAfterStandbyTakesOver(t *testing.T) {
 	run.waitConverged(t, resumed)
 
 	findings := w.checkAuditLog(t)
-	t.Logf("A's writes to Foos and Deployments after B acquired the Lease: %s", describeWritesAfter(findings, 0, lease.Spec.AcquireTime.Time))
+	t.Logf("A's writes to Foos and Deployments after B acquired the Lease: %s", describeWritesAfter(findings, a.identity, lease.Spec.AcquireTime.Time))
 	if n := len(findings.leaderships); n != 2 {
 		t.Errorf("the Lease changed hands %d times, want 2 (A, then B): %s", n, describeLeaderships(findings.leaderships))
 	}
 }
 
-// startReplica starts a replica of the controller under the ServiceAccount
-// replicaAccounts[account], stopped when the test ends.
-func startReplica(t *testing.T, w *chaosWorld, name string, account int) *replica {
+// startReplica starts a replica of the controller with the token of
+// w.kubeconfigs[token], stopped when the test ends.
+func startReplica(t *testing.T, w *chaosWorld, name string, token int) *replica {
 	t.Helper()
-	c := startController(t, name, w.replicaArgs(account)...)
+	c := startController(t, name, w.replicaArgs(token)...)
 	return &replica{Controller: c, identity: leaderElectionIdentity(t, c)}
 }
 
@@ -136,13 +136,12 @@ func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 }
 
 // describeWritesAfter counts the writes to Foos and Deployments that the
-// replica of account sent after since, by verb, resource and answer.
-func describeWritesAfter(f auditFindings, account int, since time.Time) string {
-	user := "system:serviceaccount:" + deployNamespace + ":" + replicaAccounts[account]
+// replica of identity sent after since, by verb, resource and answer.
+func describeWritesAfter(f auditFindings, identity string, since time.Time) string {
 	byCode := map[string]int{}
 	for i := range f.events {
 		e := &f.events[i]
-		if e.User.Username != user || e.Received.Before(since) || (e.ObjectRef.Resource != samplecontroller.FooResource && e.ObjectRef.Resource != "deployments") {
+		if e.Replica() != identity || e.Received.Before(since) || (e.ObjectRef.Resource != samplecontroller.FooResource && e.ObjectRef.Resource != "deployments") {
 			continue
 		}
 		code := 0

@@ -27,8 +27,8 @@ package framework
 // "sample-controller/<identity>" (its Lease client
 // "sample-controller/<identity>/leader-election"), <identity> being the
 // Lease's holderIdentity, <hostname>_<uuid>. A controller built before it
-// did so is told apart by its credentials instead (user.username): the
-// tests then run each replica under a ServiceAccount of its own.
+// did so is told apart by its credentials instead (user.username): a test
+// of one must run each replica under a ServiceAccount of its own.
 
 import (
 	"bufio"
