@@ -134,10 +134,12 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 # A module of its own (hack/tools/golangci-lint), so that the linters'
 # dependencies move neither the controller's pins nor hack/tools'. Rebuilt
-# when the pin changes. Linked without the symbol table and DWARF (-s -w),
-# as the control planes are (hack/build-tools.sh): less link time on a
-# fresh machine, and nobody debugs the linter.
-$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum
+# when the pin changes, or go.mod (its toolchain line: a linter built by an
+# older Go refuses to load a module that asks for a newer one). Linked
+# without the symbol table and DWARF (-s -w), as the control planes are
+# (hack/build-tools.sh): less link time on a fresh machine, and nobody
+# debugs the linter.
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum go.mod
 	cd hack/tools/golangci-lint && GOWORK=off go build -ldflags '-s -w' -o $(CURDIR)/$(GOLANGCI_LINT) \
 	  github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	touch $(GOLANGCI_LINT)
