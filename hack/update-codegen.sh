@@ -83,3 +83,10 @@ fi
 sed -i '0,/^spec:$/{/^spec:$/r hack/crd-conversion.yaml.txt
 }' "${CRD_FILE}"
 mv -f "${CRD_FILE}" "${SCRIPT_ROOT}/artifacts/examples/crd.yaml"
+
+# The Helm chart's templates, from the manifests above and the rest of
+# artifacts/deploy and artifacts/monitoring (hack/helm-chart says what it
+# templates); its Chart.yaml, values.yaml and helpers are written by hand.
+# Paths relative to the root: each template names its manifest.
+go run ./hack/helm-chart -manifests artifacts/deploy -monitoring artifacts/monitoring \
+	-chart artifacts/charts/sample-controller

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails when the generated code, artifacts/examples/crd.yaml or
-# artifacts/deploy/owned-policy.yaml is not exactly
+# Fails when the generated code, artifacts/examples/crd.yaml,
+# artifacts/deploy/owned-policy.yaml or the Helm chart's templates are not exactly
 # what hack/update-codegen.sh produces from the current types. It regenerates
 # into a temporary copy of the repository, so the working tree is never
 # touched.
@@ -15,10 +15,10 @@ trap 'rm -rf "${TMP_ROOT}"' EXIT
 # irrelevant here.
 cp -a "${SCRIPT_ROOT}/go.mod" "${SCRIPT_ROOT}/go.sum" "${SCRIPT_ROOT}/hack" "${SCRIPT_ROOT}/pkg" "${TMP_ROOT}/"
 rm -rf "${TMP_ROOT}/hack/tools"
-mkdir -p "${TMP_ROOT}/hack/tools" "${TMP_ROOT}/artifacts/examples" "${TMP_ROOT}/artifacts/deploy"
+mkdir -p "${TMP_ROOT}/hack/tools"
 cp -a "${SCRIPT_ROOT}/hack/tools/controller-gen" "${TMP_ROOT}/hack/tools/"
-cp -a "${SCRIPT_ROOT}/artifacts/examples/crd.yaml" "${TMP_ROOT}/artifacts/examples/"
-cp -a "${SCRIPT_ROOT}/artifacts/deploy/owned-policy.yaml" "${TMP_ROOT}/artifacts/deploy/"
+# The manifests the chart is made from, the chart itself.
+cp -a "${SCRIPT_ROOT}/artifacts" "${TMP_ROOT}/"
 
 "${TMP_ROOT}/hack/update-codegen.sh"
 
@@ -31,8 +31,11 @@ for generated in artifacts/examples/crd.yaml artifacts/deploy/owned-policy.yaml;
 		stale=1
 	fi
 done
+if ! diff -Naupr "${SCRIPT_ROOT}/artifacts/charts" "${TMP_ROOT}/artifacts/charts"; then
+	stale=1
+fi
 if ((stale)); then
-	echo "Generated code, CRD or owned-object policies are out of date: run make generate (hack/update-codegen.sh) and commit the result." >&2
+	echo "Generated code, CRD, owned-object policies or chart templates are out of date: run make generate (hack/update-codegen.sh) and commit the result." >&2
 	exit 1
 fi
-echo "Generated code, CRD and owned-object policies are up to date."
+echo "Generated code, CRD, owned-object policies and chart templates are up to date."

@@ -1,0 +1,435 @@
+//go:build e2e
+
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+// The Helm chart (artifacts/charts/sample-controller) against the
+// manifests it is made from: helm template with the default values renders
+// what kubectl kustomize renders, but for the differences hack/helm-chart
+// makes on purpose, written out here; and each values combination the chart
+// documents (its ci/ files, as chart-testing reads them) passes helm lint and
+// renders what it says.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+)
+
+const (
+	// chartDir is the chart, relative to the repository root.
+	chartDir = "artifacts/charts/" + samplecontroller.ControllerName
+	// monitoringKustomization holds the ServiceMonitor and PrometheusRule
+	// the chart installs behind its monitoring values.
+	monitoringKustomization = "artifacts/monitoring"
+)
+
+var (
+	helmOnce  sync.Once
+	helmPath  string
+	helmBuild error
+)
+
+// helm runs the helm the Makefile builds from hack/tools/helm (building it
+// if a run of go test alone finds none) against the suite's cluster, in
+// the repository root, and returns its output.
+func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runHelm(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func runHelm(args ...string) (string, error) {
+	helmOnce.Do(func() {
+		helmPath = filepath.Join(cluster.Root, "_output", "bin", "helm")
+		if _, err := os.Stat(helmPath); err == nil {
+			return
+		}
+		cmd := exec.Command("make", "-C", cluster.Root, "_output/bin/helm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helmBuild = fmt.Errorf("building helm: %w: %s", err, out)
+		}
+	})
+	if helmBuild != nil {
+		return "", helmBuild
+	}
+	cmd := exec.Command(helmPath, append(args, "--kubeconfig", cluster.Kubeconfig)...)
+	cmd.Dir = cluster.Root
+	// Helm's caches and registry credentials in the suite's output, not
+	// the home of whoever runs it.
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(outDir, "helm", "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(outDir, "helm", "config"),
+		"HELM_DATA_HOME="+filepath.Join(outDir, "helm", "data"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// decodeObjects reads a stream of YAML documents, by kind/namespace/name.
+func decodeObjects(t *testing.T, text string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	objects := map[string]*unstructured.Unstructured{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding: %v\n%s", err, text)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		key := objectKey(obj)
+		if _, dup := objects[key]; dup {
+			t.Errorf("%s rendered twice", key)
+		}
+		objects[key] = obj
+	}
+	return objects
+}
+
+func objectKey(obj *unstructured.Unstructured) string {
+	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// renderChart is helm template of the chart as a release in the shipped
+// namespace, with the values files given.
+func renderChart(t *testing.T, chart string, values ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", deployName, chart, "--namespace", deployNamespace}
+	for _, v := range values {
+		args = append(args, "--values", v)
+	}
+	return decodeObjects(t, helm(t, args...))
+}
+
+// The chart with its default values renders the objects kubectl apply -k
+// artifacts/deploy applies, field for field, but for three differences made
+// on purpose (hack/helm-chart says why): no Namespace, the CRD kept on
+// helm uninstall, and the own-namespace policy's binding selecting the
+// release's namespace by name. With monitoring on, it renders
+// artifacts/monitoring's ServiceMonitor and PrometheusRule too.
+func TestChartRendersWhatTheManifestsInstall(t *testing.T) {
+	want := decodeObjects(t, kubectl(t, "kustomize", deployKustomization))
+
+	ns := "Namespace /" + deployNamespace
+	if _, ok := want[ns]; !ok {
+		t.Fatalf("kubectl kustomize %s renders no %s", deployKustomization, ns)
+	}
+	delete(want, ns)
+	crd := want["CustomResourceDefinition /"+samplecontroller.FooCRDName]
+	crd.SetAnnotations(mergeMaps(crd.GetAnnotations(), map[string]string{"helm.sh/resource-policy": "keep"}))
+	binding := want["ValidatingAdmissionPolicyBinding /"+samplecontroller.OwnNamespacePolicyName]
+	if err := unstructured.SetNestedStringMap(binding.Object,
+		map[string]string{"kubernetes.io/metadata.name": deployNamespace},
+		"spec", "matchResources", "namespaceSelector", "matchLabels"); err != nil {
+		t.Fatal(err)
+	}
+	expectSameObjects(t, "helm template (default values)", renderChart(t, chartDir), want)
+
+	monitoring := decodeObjects(t, kubectl(t, "kustomize", monitoringKustomization))
+	got := renderChart(t, chartDir, filepath.Join(chartDir, "ci", "monitoring-values.yaml"))
+	for key, obj := range monitoring {
+		if obj.GetKind() != "ServiceMonitor" && obj.GetKind() != "PrometheusRule" {
+			continue
+		}
+		if !reflect.DeepEqual(got[key], obj) {
+			t.Errorf("helm template with monitoring on: %s differs from %s's:\n got %v\nwant %v",
+				key, monitoringKustomization, got[key], obj)
+		}
+	}
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// expectSameObjects fails for each object one side has and the other has
+// not, and for each that differs, with the fields that differ.
+func expectSameObjects(t *testing.T, what string, got, want map[string]*unstructured.Unstructured) {
+	t.Helper()
+	for _, key := range sortedKeys(want) {
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("%s: no %s", what, key)
+			continue
+		}
+		if !reflect.DeepEqual(g.Object, want[key].Object) {
+			t.Errorf("%s: %s differs from the manifests':\n%s", what, key, fieldDiff(g.Object, want[key].Object, ""))
+		}
+	}
+	for _, key := range sortedKeys(got) {
+		if _, ok := want[key]; !ok {
+			t.Errorf("%s: %s, which the manifests do not have", what, key)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// fieldDiff names the paths at which two decoded objects differ.
+func fieldDiff(got, want any, path string) string {
+	gm, gok := got.(map[string]any)
+	wm, wok := want.(map[string]any)
+	if gok && wok {
+		var b strings.Builder
+		keys := map[string]bool{}
+		for k := range gm {
+			keys[k] = true
+		}
+		for k := range wm {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			b.WriteString(fieldDiff(gm[k], wm[k], path+"."+k))
+		}
+		return b.String()
+	}
+	if reflect.DeepEqual(got, want) {
+		return ""
+	}
+	return fmt.Sprintf("  %s: chart %v, manifests %v\n", path, got, want)
+}
+
+// chartCombination is what one documented values combination must render.
+type chartCombination struct {
+	// present and absent are kind/namespace/name keys.
+	present, absent []string
+	// args are the controller's arguments, in order.
+	args []string
+	// image is the controller's image.
+	image string
+	// servedVersions are the versions the CRD serves.
+	servedVersions []string
+	// clusterRoleResources are the resources the controller's ClusterRole
+	// grants, in order; roleResources those of namespace mode's Role.
+	clusterRoleResources, roleResources []string
+	// replicas, the pods' nodeSelector, and the labels of the namespaces
+	// the NetworkPolicy lets scrape: checked where set.
+	replicas      int64
+	nodeSelector  map[string]string
+	scraperLabels map[string]string
+}
+
+var (
+	defaultArgs = []string{"-leader-elect=true", "-metrics-bind-address=:8443", "-health-probe-bind-address=:8081",
+		"-webhook-bind-address=:9443"}
+	allClusterRoleResources = []string{"foos", "foos/status", "foos/finalizers", "deployments", "events",
+		"customresourcedefinitions", "tokenreviews", "subjectaccessreviews"}
+	deploymentKey = "Deployment " + deployNamespace + "/" + deployName
+)
+
+// chartCombinations are the chart's ci/ files: each combination
+// docs/deploying.md documents, and what it must render.
+var chartCombinations = map[string]chartCombination{
+	"default-values.yaml": {
+		present: []string{
+			"NetworkPolicy " + deployNamespace + "/" + deployName,
+			"FlowSchema /" + deployLeaseFlowSchema,
+			"ValidatingAdmissionPolicy /" + samplecontroller.CRDWritePolicyName,
+			"ValidatingAdmissionPolicyBinding /" + samplecontroller.CRDWritePolicyName,
+			"Service " + deployNamespace + "/" + deployName + "-webhook",
+		},
+		absent: []string{
+			"ServiceMonitor " + deployNamespace + "/" + deployName,
+			"Role " + "tenant-a/" + deployName,
+		},
+		args:                 defaultArgs,
+		image:                "sample-controller:latest",
+		servedVersions:       []string{"v1alpha1", "v1beta1"},
+		clusterRoleResources: allClusterRoleResources,
+	},
+	"namespace-mode-values.yaml": {
+		present: []string{"Role tenant-a/" + deployName, "RoleBinding tenant-a/" + deployName},
+		args:    append(slices.Clone(defaultArgs), "-namespace=tenant-a"),
+		image:   "sample-controller:latest", servedVersions: []string{"v1alpha1", "v1beta1"},
+		clusterRoleResources: []string{"customresourcedefinitions", "tokenreviews", "subjectaccessreviews"},
+		roleResources:        []string{"foos", "foos/status", "foos/finalizers", "deployments", "events"},
+	},
+	"minimal-values.yaml": {
+		absent: []string{
+			"NetworkPolicy " + deployNamespace + "/" + deployName,
+			"FlowSchema /" + deployLeaseFlowSchema,
+			"ValidatingAdmissionPolicy /" + samplecontroller.CRDWritePolicyName,
+			"ValidatingAdmissionPolicyBinding /" + samplecontroller.CRDWritePolicyName,
+			"ValidatingAdmissionPolicy /" + samplecontroller.OwnNamespacePolicyName,
+			"ValidatingAdmissionPolicyBinding /" + samplecontroller.OwnNamespacePolicyName,
+			"Service " + deployNamespace + "/" + deployName + "-webhook",
+		},
+		args: []string{"-leader-elect=true", "-metrics-bind-address=:8443", "-health-probe-bind-address=:8081",
+			"-webhook-bind-address=0"},
+		image: "sample-controller:latest", servedVersions: []string{"v1beta1"},
+		clusterRoleResources: allClusterRoleResources,
+	},
+	"monitoring-values.yaml": {
+		present: []string{
+			"ServiceMonitor " + deployNamespace + "/" + deployName,
+			"PrometheusRule " + deployNamespace + "/" + deployName,
+		},
+		args:  defaultArgs,
+		image: "sample-controller:latest", servedVersions: []string{"v1alpha1", "v1beta1"},
+		clusterRoleResources: allClusterRoleResources,
+		scraperLabels:        map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+	},
+	"sharded-values.yaml": {
+		args: append(slices.Clone(defaultArgs), "-shards=16", "-workers=4"),
+		image: "registry.example.com/team/sample-controller@" +
+			"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		servedVersions:       []string{"v1alpha1", "v1beta1"},
+		clusterRoleResources: allClusterRoleResources,
+		replicas:             3,
+		nodeSelector:         map[string]string{"node-role.example.com/controllers": "true"},
+	},
+}
+
+// Each values combination the chart documents passes helm lint, and renders
+// the objects, arguments, image and versions written out for it; with no
+// ci/ file left untested, and none tested that the chart does not ship.
+func TestChartValuesCombinationsLintAndRender(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(cluster.Root, chartDir, "ci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	if want := sortedKeys(chartCombinations); !slices.Equal(files, want) {
+		t.Fatalf("the chart's ci/ holds %v; this test checks %v", files, want)
+	}
+	for _, file := range files {
+		want := chartCombinations[file]
+		t.Run(file, func(t *testing.T) {
+			values := filepath.Join(chartDir, "ci", file)
+			helm(t, "lint", "--strict", chartDir, "--values", values)
+			got := renderChart(t, chartDir, values)
+			for _, key := range want.present {
+				if got[key] == nil {
+					t.Errorf("no %s", key)
+				}
+			}
+			for _, key := range want.absent {
+				if got[key] != nil {
+					t.Errorf("%s, which %s turns off", key, file)
+				}
+			}
+			dep := got[deploymentKey]
+			if dep == nil {
+				t.Fatalf("no %s", deploymentKey)
+			}
+			containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+			container := containers[0].(map[string]any)
+			if args, _, _ := unstructured.NestedStringSlice(container, "args"); !slices.Equal(args, want.args) {
+				t.Errorf("args %q, want %q", args, want.args)
+			}
+			if image := container["image"]; image != want.image {
+				t.Errorf("image %q, want %q", image, want.image)
+			}
+			crd := got["CustomResourceDefinition /"+samplecontroller.FooCRDName]
+			if crd == nil {
+				t.Fatalf("no CRD")
+			}
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			var served []string
+			for _, v := range versions {
+				served = append(served, v.(map[string]any)["name"].(string))
+			}
+			if !slices.Equal(served, want.servedVersions) {
+				t.Errorf("the CRD serves %v, want %v", served, want.servedVersions)
+			}
+			_, conversion, _ := unstructured.NestedMap(crd.Object, "spec", "conversion")
+			if conversion != (len(want.servedVersions) > 1) {
+				t.Errorf("the CRD has a conversion: %v, with versions %v", conversion, served)
+			}
+			role := got["ClusterRole /"+deployName]
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			var resources []string
+			for _, r := range rules {
+				rs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+				resources = append(resources, rs...)
+			}
+			if !slices.Equal(resources, want.clusterRoleResources) {
+				t.Errorf("the ClusterRole grants %v, want %v", resources, want.clusterRoleResources)
+			}
+			if want.roleResources != nil {
+				rules, _, _ := unstructured.NestedSlice(got["Role tenant-a/"+deployName].Object, "rules")
+				var resources []string
+				for _, r := range rules {
+					rs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+					resources = append(resources, rs...)
+				}
+				if !slices.Equal(resources, want.roleResources) {
+					t.Errorf("the Role grants %v, want %v", resources, want.roleResources)
+				}
+			}
+			if want.replicas != 0 {
+				if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); replicas != want.replicas {
+					t.Errorf("%d replicas, want %d", replicas, want.replicas)
+				}
+			}
+			if want.nodeSelector != nil {
+				sel, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "spec", "nodeSelector")
+				if !reflect.DeepEqual(sel, want.nodeSelector) {
+					t.Errorf("nodeSelector %v, want %v", sel, want.nodeSelector)
+				}
+			}
+			if want.scraperLabels != nil {
+				policy := got["NetworkPolicy "+deployNamespace+"/"+deployName]
+				ingress, _, _ := unstructured.NestedSlice(policy.Object, "spec", "ingress")
+				from, _, _ := unstructured.NestedSlice(ingress[1].(map[string]any), "from")
+				labels, _, _ := unstructured.NestedStringMap(from[0].(map[string]any), "namespaceSelector", "matchLabels")
+				if !reflect.DeepEqual(labels, want.scraperLabels) {
+					t.Errorf("the NetworkPolicy lets scrape the namespaces labelled %v, want %v", labels, want.scraperLabels)
+				}
+			}
+		})
+	}
+}
