@@ -144,6 +144,28 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 	  github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	touch $(GOLANGCI_LINT)
 
+## helm: build Helm v4 (hack/tools/helm's pin) into _output/bin/helm.
+.PHONY: helm
+HELM := _output/bin/helm
+helm: $(HELM)
+# A module of its own (hack/tools/helm), as golangci-lint's is: Helm's
+# dependencies (k8s.io at its own patch release, oras-go, ...) move neither
+# the controller's pins nor hack/tools'. Rebuilt when the pin changes, or
+# go.mod (its toolchain line, which builds it). Linked without the symbol
+# table and DWARF (-s -w), as the linter is. helm version reports what
+# helm's own Makefile sets at link time, else its source's default (v4.3):
+# set here to the pin, read from go.mod so that it is written once.
+HELM_VERSION = $(shell sed -n 's|^[[:space:]]*helm\.sh/helm/v4 \(v[^ ]*\).*|\1|p' hack/tools/helm/go.mod)
+# make test's two lanes both ask for it (the suite, and the copy's chart
+# tests in new-controller-check): one build at a time, the second a cached
+# relink.
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum go.mod
+	mkdir -p $(dir $(HELM))
+	cd hack/tools/helm && GOWORK=off flock $(CURDIR)/$(HELM).lock go build \
+	  -ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' \
+	  -o $(CURDIR)/$(HELM) helm.sh/helm/v4/cmd/helm
+	touch $(HELM)
+
 ## e2e: the whole end-to-end suite on local control planes (kwokctl) of Kubernetes K8S_MINOR (default: the newest supported), built from source; the tests that start control planes of their own run beside the rest, their lines marked [own control planes].
 # Two go test side by side, as the tests of one run one at a time (they
 # share one control plane): E2E_OWN_CONTROL_PLANE_TESTS, which start
@@ -169,7 +191,8 @@ e2e-own-control-planes:
 	E2E_OUT_DIR=_output/e2e-$(or $(K8S_MINOR),$(firstword $(K8S_MINORS)))-own-control-planes E2E_NO_SUITE_CONTROL_PLANE=true \
 	  $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
 	  | sed -u 's/^/[own control planes] /'
-e2e-suite: prometheus-tools
+# Helm for the chart's tests (test/e2e/chart_test.go, the real node's install).
+e2e-suite: prometheus-tools $(HELM)
 	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/
 
 # The supported Kubernetes minors, newest first: one module hack/tools/k8s-<minor> each.
@@ -179,14 +202,18 @@ K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k
 # start, the paused shard holder) or run for an hour (the soak), and those that load the
 # controller's own servers and queue (hostile and amplifying conversion
 # reviews, a metrics flood, the cold start's backlog) or read its metrics on
-# Prometheus. What
+# Prometheus; and the chart's, which render it with helm, against no API
+# server. What
 # they prove is the controller's, not the API's: they run on the newest
 # minor, and leaving the second five out spares make test minutes of CPU
 # (docs/performance.md, make test).
+# The chart's tests, which the copy's check runs too (its own chart).
+CHART_TESTS := TestChartRendersWhatTheManifestsInstall|TestChartValuesCombinationsLintAndRender
 E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|$\
   TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\
-  TestLeaderKeepsLeaseThroughMetricsFlood|TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus)$$
+  TestLeaderKeepsLeaseThroughMetricsFlood|TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus|$\
+  $(CHART_TESTS))$$
 
 # The older minors whose contract e2e-minors proves: all of them, unless
 # told otherwise.
@@ -352,7 +379,7 @@ RECIPE_TESTS := TestPolicyOwnsItsService|TestPolicyContainerPortReachesItsDeploy
 # What make test runs of this block; a copy has neither.
 TEMPLATE_CHECKS := new-controller-check
 .PHONY: new-controller-check
-new-controller-check: control-plane $(GOLANGCI_LINT)
+new-controller-check: control-plane $(GOLANGCI_LINT) $(HELM)
 	rm -rf $(NEW_CONTROLLER_DIR)
 	phase() { local start=$$SECONDS; "$$@"; echo "new-controller-check: $$* ($$((SECONDS - start)) s)"; }; \
 	phase go run ./hack/new-controller -verify=false -module example.com/policy-operator \
@@ -365,7 +392,7 @@ new-controller-check: control-plane $(GOLANGCI_LINT)
 	phase hack/update-codegen.sh; \
 	phase _output/bin/golangci-lint run ./...; \
 	phase $(GO_TEST) ./...; \
-	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^($(RECIPE_TESTS))$$' ./test/e2e/
+	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^($(RECIPE_TESTS)|$(CHART_TESTS))$$' ./test/e2e/
 # new-controller:template-only:end
 
 ## clean: remove all build output (_output), kwokctl clusters included: delete running ones first (README, Cleanup).

@@ -98,7 +98,11 @@ func run(manifestsDir, monitoringDir, chartDir string) error {
 	out := map[string][]byte{}
 	// From the ClusterRole as the manifests have it, before its template
 	// marks it.
-	if role := namespaceModeRole(files, names); role != nil {
+	role, err := namespaceModeRole(files, names)
+	if err != nil {
+		return err
+	}
+	if role != nil {
 		out["namespace-mode-role.yaml"] = role
 	}
 	for _, f := range files {
@@ -289,7 +293,9 @@ func templateOf(f manifest, n names) ([]byte, error) {
 				cond = ".Values.webhook.enabled"
 			}
 		case "NetworkPolicy":
-			scraperSelector(t, o)
+			if err := scraperSelector(t, o); err != nil {
+				return nil, err
+			}
 		case "ValidatingAdmissionPolicyBinding":
 			ownNamespaceSelector(t, o, n)
 		}
@@ -436,7 +442,7 @@ func clusterRole(t *templater, o *object) {
 // namespaceModeRole is the Role and RoleBinding of namespace mode: the
 // ClusterRole's namespaced rules, in the watched namespace, for the
 // controller's ServiceAccount.
-func namespaceModeRole(files []manifest, n names) []byte {
+func namespaceModeRole(files []manifest, n names) ([]byte, error) {
 	var rules []*yaml.Node
 	var source string
 	for _, f := range files {
@@ -452,14 +458,14 @@ func namespaceModeRole(files []manifest, n names) []byte {
 		}
 	}
 	if rules == nil {
-		return nil
+		return nil, nil
 	}
 	role := &yaml.Node{Kind: yaml.MappingNode}
 	setKey(role, "rules", &yaml.Node{Kind: yaml.SequenceNode, Content: rules})
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	_ = enc.Encode(role)
+	text, err := encode(role)
+	if err != nil {
+		return nil, err
+	}
 	return []byte(fmt.Sprintf(`%[1]s%[2]s (make generate); do not edit.
 # Namespace mode (watchNamespace): the ClusterRole's rules for what lives in a
 # namespace, granted in the watched namespace alone.
@@ -488,7 +494,7 @@ subjects:
     name: %[3]s
     namespace: {{ .Release.Namespace }}
 {{- end }}
-`, generatedHeader, filepath.ToSlash(source), n.deployment, b.String()))
+`, generatedHeader, filepath.ToSlash(source), n.deployment, text)), nil
 }
 
 // servesPort reports whether a Service sends to the pods' port of that name.
@@ -502,19 +508,33 @@ func servesPort(o *object, port string) bool {
 }
 
 // scraperSelector lets values choose the namespaces whose Prometheus may
-// scrape the metrics port: the NetworkPolicy's one namespaceSelector.
-func scraperSelector(t *templater, o *object) {
+// scrape the metrics port: the NetworkPolicy's one namespaceSelector, the
+// manifest's when the value is empty. Not a default in values.yaml: Helm
+// merges a user's map into the default one, so a selector set there would
+// keep the default's labels beside the user's.
+func scraperSelector(t *templater, o *object) error {
 	for _, rule := range child(child(o.root, "spec"), "ingress").Content {
 		for _, from := range childContent(rule, "from") {
-			if sel := child(from, "namespaceSelector"); sel != nil {
-				t.block(sel, func(prefix string) string {
-					return prefix + "namespaceSelector:\n" +
-						"{{- toYaml .Values.monitoring.scraperNamespaceSelector | nindent " +
-						fmt.Sprint(len(prefix)+2) + " }}"
-				})
+			sel := child(from, "namespaceSelector")
+			if sel == nil {
+				continue
 			}
+			manifest, err := encode(sel)
+			if err != nil {
+				return err
+			}
+			t.block(sel, func(prefix string) string {
+				indent := strings.Repeat(" ", len(prefix)+2)
+				return prefix + "namespaceSelector:\n" +
+					"{{- with .Values.monitoring.scraperNamespaceSelector }}\n" +
+					"{{- toYaml . | nindent " + fmt.Sprint(len(indent)) + " }}\n" +
+					"{{- else }}\n" +
+					indent + strings.ReplaceAll(strings.TrimSuffix(manifest, "\n"), "\n", "\n"+indent) + "\n" +
+					"{{- end }}"
+			})
 		}
 	}
+	return nil
 }
 
 // ownNamespaceSelector: a binding that selects the manifests' Namespace by

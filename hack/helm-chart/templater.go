@@ -107,20 +107,28 @@ var braces = strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`)
 
 func fixed(text string) func(string) string { return func(string) string { return text } }
 
-// render encodes the object and puts each token's text in.
-func (t *templater) render(root *yaml.Node) ([]byte, error) {
+// encode is the YAML of a node, indented as the manifests are.
+func encode(node *yaml.Node) (string, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(root); err != nil {
-		return nil, err
+	if err := enc.Encode(node); err != nil {
+		return "", err
 	}
 	if err := enc.Close(); err != nil {
-		return nil, err
+		return "", err
 	}
 	// Braces the manifests hold (a PrometheusRule's {{ $value }}) are
 	// Prometheus' or Grafana's, not Helm's: Helm prints them as they are.
-	encoded := braces.Replace(b.String())
+	return braces.Replace(b.String()), nil
+}
+
+// render encodes the object and puts each token's text in.
+func (t *templater) render(root *yaml.Node) ([]byte, error) {
+	encoded, err := encode(root)
+	if err != nil {
+		return nil, err
+	}
 	lines := strings.Split(strings.TrimSuffix(encoded, "\n"), "\n")
 	var out strings.Builder
 	for _, line := range lines {

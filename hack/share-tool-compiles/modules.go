@@ -39,7 +39,10 @@ import (
 //     does (half its source);
 //   - hack/tools/controller-gen: the CRD generator, on the API types and
 //     apiextensions-apiserver's;
-//   - hack/tools/govulncheck: on golang.org/x/tools and the x/ modules.
+//   - hack/tools/govulncheck: on golang.org/x/tools and the x/ modules;
+//   - hack/tools/helm: Helm, whose build compiles client-go, the API types,
+//     apiextensions and the CLI runtime (v0.37.1 as Helm 4.3.1 pins them,
+//     one patch behind the controller's: everything compiled twice).
 //
 // They raise the controller's and its control plane's golang.org/x, grpc,
 // OpenTelemetry and prometheus/common above what Kubernetes 1.37.2 pins
@@ -57,6 +60,7 @@ var tools = []string{
 	"hack/tools/prometheus",
 	"hack/tools/controller-gen",
 	"hack/tools/govulncheck",
+	"hack/tools/helm",
 }
 
 // A member is one module of the group: its directory, relative to the

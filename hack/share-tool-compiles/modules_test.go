@@ -39,7 +39,7 @@ func TestMakeTestsModulesSelectOneVersionOfEveryModuleTheyShare(t *testing.T) {
 	// The control plane of the controller's minor: go.mod's client-go is
 	// v0.37.2, Kubernetes 1.37.2.
 	wantDirs := []string{".", "hack/tools/k8s-1.37", "hack/tools", "hack/tools/prometheus",
-		"hack/tools/controller-gen", "hack/tools/govulncheck"}
+		"hack/tools/controller-gen", "hack/tools/govulncheck", "hack/tools/helm"}
 	if !reflect.DeepEqual(gotDirs, wantDirs) {
 		t.Fatalf("members %q, want %q", gotDirs, wantDirs)
 	}

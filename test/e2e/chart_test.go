@@ -411,8 +411,10 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 				}
 			}
 			if want.replicas != 0 {
-				if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); replicas != want.replicas {
-					t.Errorf("%d replicas, want %d", replicas, want.replicas)
+				// Decoded from JSON: a number is a float64.
+				replicas, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas")
+				if fmt.Sprint(replicas) != fmt.Sprint(want.replicas) {
+					t.Errorf("%v replicas, want %d", replicas, want.replicas)
 				}
 			}
 			if want.nodeSelector != nil {

@@ -239,6 +239,13 @@ func (n *RealNode) startContainerd(socket, bridge, prefix, pauseImage string) er
 	if err := os.WriteFile(filepath.Join(netDir, "10-bridge.conflist"), []byte(cni), 0o644); err != nil {
 		return err
 	}
+	// Empty at every start: no registry of an earlier run stays trusted.
+	if err := os.RemoveAll(n.registryHostsDir()); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(n.registryHostsDir(), 0o755); err != nil {
+		return err
+	}
 	config := fmt.Sprintf(`version = 2
 root = "%[1]s/containerd"
 state = "%[1]s/containerd-state"
@@ -274,7 +281,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "%[1]s/containerd-state/runc"
-`, n.Dir, socket, pauseImage, cniBinDir, netDir)
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "%[6]s"
+`, n.Dir, socket, pauseImage, cniBinDir, netDir, n.registryHostsDir())
 	path := filepath.Join(n.Dir, "containerd.toml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return err
@@ -303,6 +312,75 @@ func (n *RealNode) ctr(args ...string) error {
 // containerd, where the CRI plugin finds it.
 func (n *RealNode) ImportImage(tarball string) error {
 	return n.ctr("images", "import", tarball)
+}
+
+// ImageRefs are the references of every image the node's containerd holds
+// in the CRI's namespace: names, name@digest and the CRI's own sha256:ID
+// entries.
+func (n *RealNode) ImageRefs() ([]string, error) {
+	return n.ctrLines("images", "ls", "--quiet")
+}
+
+// HasContent reports whether the node's containerd content store holds a
+// blob (a manifest, a config, a layer) of digest ("sha256:...").
+func (n *RealNode) HasContent(digest string) (bool, error) {
+	digests, err := n.ctrLines("content", "ls", "--quiet")
+	if err != nil {
+		return false, err
+	}
+	for _, d := range digests {
+		if d == digest {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (n *RealNode) ctrLines(args ...string) ([]string, error) {
+	args = append([]string{"--address", n.state.Socket, "--namespace", "k8s.io"}, args...)
+	out, err := exec.Command("ctr", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ctr %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// registryHostsDir is containerd's CRI registry config_path: a directory
+// per registry host (HOST:PORT) holding its hosts.toml, read at every pull,
+// so that a registry may be trusted after containerd started.
+func (n *RealNode) registryHostsDir() string {
+	return filepath.Join(n.Dir, "containerd-certs.d")
+}
+
+// TrustRegistry makes the node pull images named host/... (host is
+// "127.0.0.1:PORT") from https://host, trusting the CA certificates of
+// caFile (PEM) for it, and nothing else: no plain HTTP, no skipped
+// verification. The CA is copied beside the hosts.toml, so the node's trust
+// does not depend on the registry's files. containerd runs in the host's
+// network namespace: 127.0.0.1 is the host's loopback.
+func (n *RealNode) TrustRegistry(host, caFile string) error {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(n.registryHostsDir(), host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca, 0o644); err != nil {
+		return err
+	}
+	// server is where images of host come from; the [host] entry, tried
+	// first, is the same endpoint with its capabilities and CA. It is not
+	// optional: containerd 1.6 refuses a hosts.toml with no [host] table
+	// ("invalid `host` tree") and falls back to Docker's certs.d layout.
+	hosts := fmt.Sprintf(`server = "https://%[1]s"
+
+[host."https://%[1]s"]
+  capabilities = ["pull", "resolve"]
+  ca = "%[2]s"
+`, host, filepath.Join(dir, "ca.crt"))
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
 }
 
 // forwardAPIServer forwards the node's IP, at the port the `kubernetes`

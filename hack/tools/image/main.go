@@ -23,11 +23,18 @@ limitations under the License.
 //
 //	image -binary _output/image/sample-controller -tag localhost/sample-controller:dev -o out.tar
 //	image -binary _output/image/sample-controller -push REGISTRY/sample-controller:TAG
+//	image -from-tarball _output/image/sample-controller.tar -push REGISTRY/sample-controller:TAG [-ca-file CA]
 //
 // -o writes a docker-style tarball (docker load, ctr images import, kind
 // load image-archive); -push writes to a registry with the credentials of
 // ~/.docker/config.json (docker login, or a credential helper). The image is
 // reproducible: the same binary gives the same digest (no timestamps).
+//
+// -from-tarball pushes an image already written with -o, unchanged (its
+// digest is the tarball's), instead of building one: what the end-to-end
+// tests do with the registry they run (hack/tools/registry). -ca-file trusts
+// that registry's CA (a PEM file) on top of the system's, for a registry
+// whose certificate no public CA signed.
 //
 // go-containerregistry is what ko and crane build on for exactly this; it
 // is in this module already (kwokctl requires it), so it adds no module.
@@ -36,9 +43,12 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -58,23 +68,34 @@ import (
 const nonRoot = "65532:65532"
 
 func main() {
-	binary := flag.String("binary", "", "the static binary to wrap (required)")
+	binary := flag.String("binary", "", "the static binary to wrap (this or -from-tarball)")
+	fromTarball := flag.String("from-tarball", "", "push the image of this docker-style tarball, as it is (with -push)")
 	tag := flag.String("tag", "", "the image's name in the tarball (with -o)")
 	out := flag.String("o", "", "write the image as a docker-style tarball to this file")
 	push := flag.String("push", "", "push the image to this reference (REGISTRY/REPO:TAG)")
+	caFile := flag.String("ca-file", "", "with -push, trust the registry's CA in this PEM file too")
 	flag.Parse()
-	if *binary == "" || (*out == "") == (*push == "") || (*out != "" && *tag == "") {
+	if (*binary == "") == (*fromTarball == "") || (*out == "") == (*push == "") || (*out != "" && *tag == "") ||
+		(*fromTarball != "" && *push == "") || (*caFile != "" && *push == "") {
 		fmt.Fprintln(os.Stderr, "usage: image -binary FILE (-tag REF -o FILE | -push REF)")
+		fmt.Fprintln(os.Stderr, "       image -from-tarball FILE -push REF [-ca-file FILE]")
 		os.Exit(2)
 	}
-	if err := run(*binary, *tag, *out, *push); err != nil {
+	if err := run(*binary, *fromTarball, *tag, *out, *push, *caFile); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, tag, out, push string) error {
-	img, err := build(binary)
+func run(binary, fromTarball, tag, out, push, caFile string) error {
+	var img v1.Image
+	var err error
+	if fromTarball != "" {
+		// nil: the tarball's one image, whatever its tag.
+		img, err = tarball.ImageFromPath(fromTarball, nil)
+	} else {
+		img, err = build(binary)
+	}
 	if err != nil {
 		return err
 	}
@@ -83,7 +104,15 @@ func run(binary, tag, out, push string) error {
 		if err != nil {
 			return err
 		}
-		if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		opts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+		if caFile != "" {
+			transport, err := trusting(caFile)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, remote.WithTransport(transport))
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
 			return err
 		}
 		digest, err := img.Digest()
@@ -98,6 +127,26 @@ func run(binary, tag, out, push string) error {
 		return err
 	}
 	return tarball.WriteToFile(out, ref, img)
+}
+
+// trusting is remote's default transport that also trusts the CA
+// certificates of caFile. The system's stay trusted: a registry named by
+// -push may be a public one.
+func trusting(caFile string) (http.RoundTripper, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca-file %s: no PEM certificate in it", caFile)
+	}
+	transport := remote.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return transport, nil
 }
 
 // build is the image: one layer with the binary, its config naming it as
