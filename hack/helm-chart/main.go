@@ -58,7 +58,8 @@ import (
 func main() {
 	manifests := flag.String("manifests", "artifacts/deploy", "the kustomization the chart installs")
 	monitoring := flag.String("monitoring", "artifacts/monitoring",
-		"the monitoring kustomization: its ServiceMonitor and PrometheusRule, each behind a value (none if it does not exist)")
+		"the monitoring kustomization: its ServiceMonitor and PrometheusRule, each behind a value "+
+			"(none if it does not exist)")
 	chart := flag.String("chart", "", "the chart's directory: its templates/ is written (required)")
 	flag.Parse()
 	if *chart == "" || flag.NArg() > 0 {

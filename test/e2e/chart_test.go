@@ -130,7 +130,8 @@ func objectKey(obj *unstructured.Unstructured) string {
 // namespace, with the values files given.
 func renderChart(t *testing.T, chart string, values ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", deployName, chart, "--namespace", deployNamespace}
+	args := make([]string, 0, 5+2*len(values))
+	args = append(args, "template", deployName, chart, "--namespace", deployNamespace)
 	for _, v := range values {
 		args = append(args, "--values", v)
 	}
@@ -338,7 +339,7 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files []string
+	files := make([]string, 0, len(entries))
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}

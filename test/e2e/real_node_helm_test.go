@@ -198,7 +198,7 @@ func TestHelmChartFromARegistryInstallsUpgradesAndUninstallsOnARealNode(t *testi
 		rolled := time.Now()
 		t.Logf("rolled out to %s %v after helm upgrade", imageRef, rolled.Sub(upgraded).Round(100*time.Millisecond))
 		expectPulled(t, pods, imageRef)
-		changes.expectAccepted(t, "after the rollout", rolled, changeRounds)
+		changes.expectAccepted(t, "after the rollout", rolled)
 		last := changes.stop(t)
 		expectFoosAsLastChanged(t, ns, "after the rollout", last)
 		expectNotRecreated(t, deploymentsBefore, deploymentsOf(t, ns))

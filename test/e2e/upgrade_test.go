@@ -114,7 +114,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 		served := changes.waitAccepted(t, c)
 		t.Logf("changes were refused for %v after the new replica started, until it served the webhook",
 			served.Sub(started).Round(100*time.Millisecond))
-		changes.expectAccepted(t, "with the release leading and the new replica beside it", served, changeRounds)
+		changes.expectAccepted(t, "with the release leading and the new replica beside it", served)
 
 		if err := release.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -123,7 +123,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		stopped := time.Now()
-		changes.expectAccepted(t, "after the release stopped", stopped, changeRounds)
+		changes.expectAccepted(t, "after the release stopped", stopped)
 		last := changes.stop(t)
 
 		waitControllerReady(t, c)
@@ -604,12 +604,12 @@ func (u *userChanges) waitAccepted(t *testing.T, c *framework.Controller) time.T
 	return first
 }
 
-// expectAccepted waits until rounds changes in each version were sent after
-// since, and fails on any of those refused.
-func (u *userChanges) expectAccepted(t *testing.T, what string, since time.Time, rounds int) {
+// expectAccepted waits until changeRounds changes in each version were sent
+// after since, and fails on any of those refused.
+func (u *userChanges) expectAccepted(t *testing.T, what string, since time.Time) {
 	t.Helper()
 	var refused []string
-	eventually(t, convergeTimeout, fmt.Sprintf("%d changes in each version %s", rounds, what),
+	eventually(t, convergeTimeout, fmt.Sprintf("%d changes in each version %s", changeRounds, what),
 		func(context.Context) (bool, error) {
 			u.mu.Lock()
 			defer u.mu.Unlock()
@@ -625,7 +625,7 @@ func (u *userChanges) expectAccepted(t *testing.T, what string, since time.Time,
 				}
 				sent[ch.version]++
 			}
-			if len(refused) > 0 || sent["v1alpha1"] >= rounds && sent["v1beta1"] >= rounds {
+			if len(refused) > 0 || sent["v1alpha1"] >= changeRounds && sent["v1beta1"] >= changeRounds {
 				return true, nil
 			}
 			return false, fmt.Errorf("sent %v", sent)
