@@ -27,8 +27,10 @@ limitations under the License.
 // It writes templates/<file> for each manifest file, the object as the file
 // has it (comments included), with the few fields a values.yaml sets
 // templated and the optional objects behind their switch. Chart.yaml,
-// values.yaml and templates/_helpers.tpl are written by hand: values.yaml's
-// defaults are the manifests' settings, which the tests check.
+// values.yaml, templates/_helpers.tpl and NOTES.txt are written by hand
+// (values.yaml's defaults are the manifests' settings, which the tests
+// check); a hand-written template is not .yaml, as hack/new-controller
+// makes every templates/*.yaml again in a copy.
 //
 // What differs from the manifests, and why:
 //   - No Namespace: Helm installs into a namespace that exists before the

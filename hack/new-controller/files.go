@@ -34,7 +34,7 @@ import (
 // controllers, and the upgrade from the template's release that served
 // v1alpha1 alone, which a copy never ran.
 var templateOnly = []string{"hack/new-controller/", "docs/make-it-yours.md", "test/e2e/upgrade_test.go",
-	"test/e2e/real_node_upgrade_test.go"}
+	"test/e2e/real_node_upgrade_test.go", "test/e2e/real_node_helm_test.go"}
 
 // Lines from a begin marker to its end marker (both included) are the
 // template's alone and left out of the copy: the Makefile's
@@ -46,9 +46,12 @@ const (
 
 // isGenerated reports whether hack/update-codegen.sh writes the file:
 // those are not copied but generated again in the copy from its own types.
+// The Helm chart's templates/*.yaml are hack/helm-chart's (its hand-written
+// templates are not .yaml).
 func isGenerated(rel string) bool {
+	chartTemplate, _ := filepath.Match("artifacts/charts/*/templates/*.yaml", rel)
 	return strings.HasPrefix(rel, "pkg/generated/") || strings.HasPrefix(filepath.Base(rel), "zz_generated.") ||
-		rel == "artifacts/examples/crd.yaml" || rel == "artifacts/deploy/owned-policy.yaml"
+		rel == "artifacts/examples/crd.yaml" || rel == "artifacts/deploy/owned-policy.yaml" || chartTemplate
 }
 
 // templateFiles lists the template's files to copy, relative to root, with

@@ -250,9 +250,10 @@ type chartCombination struct {
 	image string
 	// servedVersions are the versions the CRD serves.
 	servedVersions []string
-	// clusterRoleResources are the resources the controller's ClusterRole
-	// grants, in order; roleResources those of namespace mode's Role.
-	clusterRoleResources, roleResources []string
+	// namespaceMode: the ClusterRole grants what is cluster-scoped alone
+	// (clusterScoped), and a Role in tenant-a the rest of the manifests'
+	// ClusterRole; otherwise the ClusterRole is the manifests'.
+	namespaceMode bool
 	// replicas, the pods' nodeSelector, and the labels of the namespaces
 	// the NetworkPolicy lets scrape: checked where set.
 	replicas      int64
@@ -263,8 +264,9 @@ type chartCombination struct {
 var (
 	defaultArgs = []string{"-leader-elect=true", "-metrics-bind-address=:8443", "-health-probe-bind-address=:8081",
 		"-webhook-bind-address=:9443"}
-	allClusterRoleResources = []string{"foos", "foos/status", "foos/finalizers", "deployments", "events",
-		"customresourcedefinitions", "tokenreviews", "subjectaccessreviews"}
+	// clusterScoped are the resources of the controller's ClusterRole that
+	// are no namespace's.
+	clusterScoped = []string{"customresourcedefinitions", "tokenreviews", "subjectaccessreviews"}
 	deploymentKey = "Deployment " + deployNamespace + "/" + deployName
 )
 
@@ -283,17 +285,15 @@ var chartCombinations = map[string]chartCombination{
 			"ServiceMonitor " + deployNamespace + "/" + deployName,
 			"Role " + "tenant-a/" + deployName,
 		},
-		args:                 defaultArgs,
-		image:                "sample-controller:latest",
-		servedVersions:       []string{"v1alpha1", "v1beta1"},
-		clusterRoleResources: allClusterRoleResources,
+		args:           defaultArgs,
+		image:          "sample-controller:latest",
+		servedVersions: []string{"v1alpha1", "v1beta1"},
 	},
 	"namespace-mode-values.yaml": {
 		present: []string{"Role tenant-a/" + deployName, "RoleBinding tenant-a/" + deployName},
 		args:    append(slices.Clone(defaultArgs), "-namespace=tenant-a"),
 		image:   "sample-controller:latest", servedVersions: []string{"v1alpha1", "v1beta1"},
-		clusterRoleResources: []string{"customresourcedefinitions", "tokenreviews", "subjectaccessreviews"},
-		roleResources:        []string{"foos", "foos/status", "foos/finalizers", "deployments", "events"},
+		namespaceMode: true,
 	},
 	"minimal-values.yaml": {
 		absent: []string{
@@ -308,7 +308,6 @@ var chartCombinations = map[string]chartCombination{
 		args: []string{"-leader-elect=true", "-metrics-bind-address=:8443", "-health-probe-bind-address=:8081",
 			"-webhook-bind-address=0"},
 		image: "sample-controller:latest", servedVersions: []string{"v1beta1"},
-		clusterRoleResources: allClusterRoleResources,
 	},
 	"monitoring-values.yaml": {
 		present: []string{
@@ -317,17 +316,15 @@ var chartCombinations = map[string]chartCombination{
 		},
 		args:  defaultArgs,
 		image: "sample-controller:latest", servedVersions: []string{"v1alpha1", "v1beta1"},
-		clusterRoleResources: allClusterRoleResources,
-		scraperLabels:        map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+		scraperLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
 	},
 	"sharded-values.yaml": {
 		args: append(slices.Clone(defaultArgs), "-shards=16", "-workers=4"),
 		image: "registry.example.com/team/sample-controller@" +
 			"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-		servedVersions:       []string{"v1alpha1", "v1beta1"},
-		clusterRoleResources: allClusterRoleResources,
-		replicas:             3,
-		nodeSelector:         map[string]string{"node-role.example.com/controllers": "true"},
+		servedVersions: []string{"v1alpha1", "v1beta1"},
+		replicas:       3,
+		nodeSelector:   map[string]string{"node-role.example.com/controllers": "true"},
 	},
 }
 
@@ -346,6 +343,7 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 	if want := sortedKeys(chartCombinations); !slices.Equal(files, want) {
 		t.Fatalf("the chart's ci/ holds %v; this test checks %v", files, want)
 	}
+	manifestRole := grantedResources(decodeObjects(t, kubectl(t, "kustomize", deployKustomization))["ClusterRole /"+deployName])
 	for _, file := range files {
 		want := chartCombinations[file]
 		t.Run(file, func(t *testing.T) {
@@ -390,25 +388,18 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 			if conversion != (len(want.servedVersions) > 1) {
 				t.Errorf("the CRD has a conversion: %v, with versions %v", conversion, served)
 			}
-			role := got["ClusterRole /"+deployName]
-			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-			var resources []string
-			for _, r := range rules {
-				rs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
-				resources = append(resources, rs...)
-			}
-			if !slices.Equal(resources, want.clusterRoleResources) {
-				t.Errorf("the ClusterRole grants %v, want %v", resources, want.clusterRoleResources)
-			}
-			if want.roleResources != nil {
-				rules, _, _ := unstructured.NestedSlice(got["Role tenant-a/"+deployName].Object, "rules")
-				var resources []string
-				for _, r := range rules {
-					rs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
-					resources = append(resources, rs...)
-				}
-				if !slices.Equal(resources, want.roleResources) {
-					t.Errorf("the Role grants %v, want %v", resources, want.roleResources)
+			clusterRole := grantedResources(got["ClusterRole /"+deployName])
+			switch {
+			case !want.namespaceMode && !slices.Equal(clusterRole, manifestRole):
+				t.Errorf("the ClusterRole grants %v, the manifests' %v", clusterRole, manifestRole)
+			case want.namespaceMode && !slices.Equal(clusterRole, clusterScoped):
+				t.Errorf("the ClusterRole grants %v, want %v", clusterRole, clusterScoped)
+			case want.namespaceMode:
+				namespaced := slices.DeleteFunc(slices.Clone(manifestRole), func(r string) bool {
+					return slices.Contains(clusterScoped, r)
+				})
+				if role := grantedResources(got["Role tenant-a/"+deployName]); !slices.Equal(role, namespaced) {
+					t.Errorf("the Role grants %v, want the manifests' ClusterRole's namespaced %v", role, namespaced)
 				}
 			}
 			if want.replicas != 0 {
@@ -435,4 +426,19 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grantedResources are the resources a Role or ClusterRole grants, rule by
+// rule; none where there is no role.
+func grantedResources(role *unstructured.Unstructured) []string {
+	if role == nil {
+		return nil
+	}
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var resources []string
+	for _, r := range rules {
+		rs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+		resources = append(resources, rs...)
+	}
+	return resources
 }
