@@ -208,7 +208,8 @@ K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k
 # minor, and leaving the second five out spares make test minutes of CPU
 # (docs/performance.md, make test).
 # The chart's tests, which the copy's check runs too (its own chart).
-CHART_TESTS := TestChartRendersWhatTheManifestsInstall|TestChartValuesCombinationsLintAndRender
+CHART_TESTS := TestChartRendersWhatTheManifestsInstall|TestChartValuesCombinationsLintAndRender|$\
+  TestChartRefusesValuesItCannotRenderWithAClearAnswer
 E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|$\
   TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\

@@ -442,3 +442,28 @@ func grantedResources(role *unstructured.Unstructured) []string {
 	}
 	return resources
 }
+
+// Values the chart cannot render as a user meant them are refused by helm
+// before anything is applied, each with an answer that names the value
+// (the chart's values.schema.json): a misspelled key, a wrong type, a flag
+// without its dash, a digest that is none.
+func TestChartRefusesValuesItCannotRenderWithAClearAnswer(t *testing.T) {
+	for set, want := range map[string]string{
+		"replica=3":              "additional properties 'replica' not allowed",
+		"replicas=two":           "at '/replicas': got string, want integer",
+		"shards=0":               "at '/shards': minimum: got 0, want 1",
+		"extraArgs[0]=workers=4": "at '/extraArgs/0': 'workers=4' does not match pattern '^-'",
+		"image.digest=abc":       "at '/image/digest': 'abc' does not match pattern",
+		"image.pullPolicy=Maybe": "at '/image/pullPolicy'",
+		"webhook.enabled=maybe":  "at '/webhook/enabled': got string, want boolean",
+	} {
+		out, err := runHelm("template", deployName, chartDir, "--set", set)
+		if err == nil {
+			t.Errorf("helm template --set %s rendered, want it refused", set)
+			continue
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("helm template --set %s: %s, want it to say %q", set, out, want)
+		}
+	}
+}
