@@ -117,16 +117,8 @@ func TestHelmChartFromARegistryInstallsUpgradesAndUninstallsOnARealNode(t *testi
 	requireRealNode(t)
 	ctx := context.Background()
 
-	releaseDir := filepath.Join(outDir, "v1alpha1-release-helm")
-	if err := framework.CheckoutRelease(cluster.Root, v1alpha1Release, releaseDir); err != nil {
-		t.Fatal(err)
-	}
+	releaseDir, releaseImage := buildReleaseImage(t, "v1alpha1-release-helm")
 	began := time.Now()
-	releaseImage, err := framework.BuildReleaseImage(cluster.Root, releaseDir,
-		"localhost/"+samplecontroller.ControllerName+":v1alpha1-release", filepath.Join(outDir, "v1alpha1-release.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	image, pause, err := framework.BuildImages(cluster.Root, samplecontroller.ControllerName)
 	if err != nil {
 		t.Fatal(err)
@@ -345,38 +337,18 @@ func expectOptionalObjects(t *testing.T, installed bool) {
 }
 
 // removeHelmRelease, when the test ends, removes the release whatever
-// failed: the CRD first, while the release's webhook still converts the
-// Foos for their deletion (docs/deploying.md), then the release and its
-// namespace. The next test finds the standard CRD, and the suite's scraper
-// its metrics-reader ClusterRole.
+// failed: the CRD first, as docs/deploying.md says, then the release and its
+// namespace.
 func removeHelmRelease(t *testing.T) {
 	t.Helper()
-	if t.Failed() {
-		for _, args := range [][]string{
-			{"get", "pods,lease", "-o", "wide"},
-			{"logs", "--prefix", "--tail=60", "-l", "app.kubernetes.io/name=" + deployName},
-		} {
-			out, err := cluster.Kubectl("", append(args, "-n", deployNamespace)...)
-			t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
-		}
-	}
-	deleteCRD := []string{"delete", "--ignore-not-found=true", "--timeout=2m", "crd", samplecontroller.FooCRDName}
-	if _, err := cluster.Kubectl("", deleteCRD...); err != nil {
-		t.Logf("the CRD's deletion, its webhook to convert the Foos: %v", err)
-		_, _ = cluster.Kubectl("", "patch", "crd", samplecontroller.FooCRDName, "--type=json",
-			"-p", `[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]`)
-		if _, err := cluster.Kubectl("", deleteCRD...); err != nil {
-			t.Errorf("the CRD's deletion, with no conversion: %v", err)
-		}
-	}
+	logDeployIfFailed(t)
+	deleteFooCRDConverted(t)
 	if out, err := runHelm("uninstall", helmRelease, "--namespace", deployNamespace, "--ignore-not-found"); err != nil {
 		t.Errorf("%v: %s", err, out)
 	}
-	if _, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--timeout=2m", "namespace", deployNamespace); err != nil {
+	if _, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--timeout=2m", "namespace",
+		deployNamespace); err != nil {
 		t.Error(err)
 	}
-	ensureStandardCRD(t)
-	if _, err := cluster.Kubectl("", "apply", "-f", framework.MetricsReaderClusterRoleFile); err != nil {
-		t.Error(err)
-	}
+	restoreSuiteCRDAndScraperRole(t)
 }

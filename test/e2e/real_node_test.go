@@ -280,19 +280,39 @@ func undeploy(t *testing.T) {
 // which the delete takes with the rest of artifacts/deploy.
 func removeRealNodeDeploy(t *testing.T, overlays ...string) {
 	t.Helper()
-	if t.Failed() {
-		for _, args := range [][]string{
-			{"get", "pods,lease", "-o", "wide"},
-			{"logs", "--prefix", "--tail=60", "-l", "app.kubernetes.io/name=" + deployName},
-		} {
-			out, err := cluster.Kubectl("", append(args, "-n", deployNamespace)...)
-			t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
+	logDeployIfFailed(t)
+	deleteFooCRDConverted(t)
+	for _, overlay := range overlays {
+		if _, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--timeout=2m", "-k", overlay); err != nil {
+			t.Error(err)
 		}
 	}
-	// The CRD first, as make undeploy deletes it, while the webhook still
-	// converts the Foos for the API server's deletion of them. If it does
-	// not (the test failed on it), the Foos are deleted unconverted.
-	deleteCRD := []string{"delete", "--ignore-not-found=true", "--timeout=2m", "-f", crdManifest}
+	restoreSuiteCRDAndScraperRole(t)
+}
+
+// logDeployIfFailed logs, if the test failed, the controller's pods, its
+// Lease, and the last lines each pod logged.
+func logDeployIfFailed(t *testing.T) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	for _, args := range [][]string{
+		{"get", "pods,lease", "-o", "wide"},
+		{"logs", "--prefix", "--tail=60", "-l", "app.kubernetes.io/name=" + deployName},
+	} {
+		out, err := cluster.Kubectl("", append(args, "-n", deployNamespace)...)
+		t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, err)
+	}
+}
+
+// deleteFooCRDConverted deletes the Foo CRD first, as make undeploy does,
+// while the webhook still converts the Foos for the API server's deletion
+// of them. If it does not (the test failed on it), the Foos are deleted
+// unconverted.
+func deleteFooCRDConverted(t *testing.T) {
+	t.Helper()
+	deleteCRD := []string{"delete", "--ignore-not-found=true", "--timeout=2m", "crd", samplecontroller.FooCRDName}
 	if _, err := cluster.Kubectl("", deleteCRD...); err != nil {
 		t.Logf("the CRD's deletion, its webhook to convert the Foos: %v", err)
 		_, _ = cluster.Kubectl("", "patch", "crd", samplecontroller.FooCRDName, "--type=json",
@@ -301,11 +321,13 @@ func removeRealNodeDeploy(t *testing.T, overlays ...string) {
 			t.Errorf("the CRD's deletion, with no conversion: %v", err)
 		}
 	}
-	for _, overlay := range overlays {
-		if _, err := cluster.Kubectl("", "delete", "--ignore-not-found=true", "--timeout=2m", "-k", overlay); err != nil {
-			t.Error(err)
-		}
-	}
+}
+
+// restoreSuiteCRDAndScraperRole puts back what the suite's other tests
+// expect after a real-node test deleted them with its deploy: the standard
+// CRD, and the metrics-reader ClusterRole of the suite's scraper.
+func restoreSuiteCRDAndScraperRole(t *testing.T) {
+	t.Helper()
 	ensureStandardCRD(t)
 	if _, err := cluster.Kubectl("", "apply", "-f", framework.MetricsReaderClusterRoleFile); err != nil {
 		t.Error(err)

@@ -43,17 +43,7 @@ import (
 func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 	requireRealNode(t)
 
-	releaseDir := filepath.Join(outDir, "v1alpha1-release-image")
-	if err := framework.CheckoutRelease(cluster.Root, v1alpha1Release, releaseDir); err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	releaseImage, err := framework.BuildReleaseImage(cluster.Root, releaseDir,
-		"localhost/"+samplecontroller.ControllerName+":v1alpha1-release", filepath.Join(outDir, "v1alpha1-release.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("the release's image built in %v", time.Since(began).Round(100*time.Millisecond))
+	releaseDir, releaseImage := buildReleaseImage(t, "v1alpha1-release-image")
 	node, image := startRealNode(t, releaseImage)
 	releaseOverlay := writeRealNodeOverlay(t, node, "real-node-release-overlay", releaseDir, releaseImage.Ref)
 	overlay := writeRealNodeOverlay(t, node, "real-node-upgrade-overlay", cluster.Root, image.Ref)
@@ -91,6 +81,25 @@ func TestReleaseRollsToThisImageOnARealNode(t *testing.T) {
 	// webhook, before the webhook goes.
 	expectStoredFoo(t, ns, "foo-3", "v1alpha1")
 	undeploy(t)
+}
+
+// buildReleaseImage writes the tree of the release that served v1alpha1
+// alone into outDir/dir and builds its image from it, as that release's
+// hack/build-image.sh does.
+func buildReleaseImage(t *testing.T, dir string) (string, framework.Image) {
+	t.Helper()
+	releaseDir := filepath.Join(outDir, dir)
+	if err := framework.CheckoutRelease(cluster.Root, v1alpha1Release, releaseDir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	releaseImage, err := framework.BuildReleaseImage(cluster.Root, releaseDir,
+		"localhost/"+samplecontroller.ControllerName+":v1alpha1-release", filepath.Join(outDir, "v1alpha1-release.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the release's image built in %v", time.Since(began).Round(100*time.Millisecond))
+	return releaseDir, releaseImage
 }
 
 // metricsPort is the port of the controller's container named metrics.
