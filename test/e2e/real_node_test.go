@@ -348,6 +348,11 @@ func TestImageRunsOnARealNodeFromTheShippedManifests(t *testing.T) {
 	overlay := writeRealNodeOverlay(t, node, "real-node-overlay", cluster.Root, image.Ref)
 	t.Cleanup(func() { removeRealNodeDeploy(t, overlay) })
 
+	// As on a cluster that never had it: kubectl apply cannot take over a
+	// CRD another client created without its last-applied annotation (the
+	// suite's standard CRD, put back by the test before), where it would
+	// keep that CRD's webhook URL beside the manifests' Service.
+	deleteCRD(t)
 	began := time.Now()
 	out := kubectl(t, "apply", "-k", overlay)
 	if strings.Contains(out, "PodSecurity") {
