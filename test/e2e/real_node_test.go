@@ -89,25 +89,7 @@ func startRealNode(t *testing.T, extra ...framework.Image) (*framework.RealNode,
 		t.Fatal(err)
 	}
 	t.Logf("images built in %v", time.Since(began).Round(100*time.Millisecond))
-	tarballs := make([]string, 0, 2+len(extra))
-	tarballs = append(tarballs, pause.Tarball, controller.Tarball)
-	for _, img := range extra {
-		tarballs = append(tarballs, img.Tarball)
-	}
-	began = time.Now()
-	node, err := cluster.StartRealNode(filepath.Join(outDir, "real-node"), realNodeMinor(t), pause.Ref, tarballs...)
-	if node != nil {
-		t.Cleanup(func() {
-			if err := node.Stop(); err != nil {
-				t.Errorf("stopping the real node: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatalf("starting the real node: %v (logs in %s)", err, filepath.Join(outDir, "real-node"))
-	}
-	t.Logf("real node %s Ready in %v", node.Name, time.Since(began).Round(100*time.Millisecond))
-	return node, controller
+	return startRealNodeImporting(t, pause, append([]framework.Image{controller}, extra...)...), controller
 }
 
 // writeRealNodeOverlay writes, into outDir/name, the overlay over the
