@@ -190,10 +190,11 @@ e2e: control-plane-and-real-node
 e2e-own-control-planes:
 	E2E_OUT_DIR=_output/e2e-$(or $(K8S_MINOR),$(firstword $(K8S_MINORS)))-own-control-planes E2E_NO_SUITE_CONTROL_PLANE=true \
 	  $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
-	  | sed -u 's/^/[own control planes] /'
+	  | hack/summarize-failures.sh '[own control planes] '
 # Helm for the chart's tests (test/e2e/chart_test.go, the real node's install).
 e2e-suite: prometheus-tools $(HELM)
-	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/
+	$(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_OWN_CONTROL_PLANES)' ./test/e2e/ 2>&1 \
+	  | hack/summarize-failures.sh
 
 # The supported Kubernetes minors, newest first: one module hack/tools/k8s-<minor> each.
 K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k2,2nr)
@@ -239,7 +240,7 @@ e2e-minors: tools-minors
 	pids=(); \
 	for minor in $(CONTRACT_MINORS); do \
 	  ( K8S_MINOR=$$minor $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -skip '$(E2E_MINORS_SKIP)' ./test/e2e/ 2>&1 \
-	    | sed -u "s/^/[$$minor] /" ) & pids+=($$!); \
+	    | hack/summarize-failures.sh "[$$minor] " ) & pids+=($$!); \
 	done; \
 	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; exit "$$failed"
 

@@ -141,10 +141,41 @@ func (q *Queue) BacklogLen() int {
 	return q.backlog.Len()
 }
 
-// ShutDown stops both queues.
+// ShutDown stops both queues and drops the keys still in them: whoever
+// syncs these Foos next (this replica once it leads again, or the replica
+// that took the shard) lists them all anyway.
+//
+// Why drop them rather than leave them: client-go counts a queue's depth in
+// one gauge per queue name (workqueue_depth{name=...}), added to on Add and
+// taken from on Get, and a queue shut down is never read again. In a
+// sharded replica each shard's controller has a queue of the same name,
+// one after the other as the shard comes and goes: keys left in a queue
+// that lost its shard would stay in the replica's depth for as long as it
+// runs, a backlog no worker will ever take (its alert firing, a test
+// waiting for the queue to drain, forever).
+//
+// A worker's key in hand, added again while it was synced, goes back in
+// the queue when the worker calls Done: the controller calls ShutDown again
+// once its workers have stopped.
 func (q *Queue) ShutDown() {
 	q.backlog.ShutDown()
 	q.TypedRateLimitingInterface.ShutDown()
+	// A queue shut down still hands out what it holds, then reports
+	// shutdown; neither accepts a key any more (Add returns at once).
+	for {
+		key, shutdown := q.backlog.Get()
+		if shutdown {
+			break
+		}
+		q.backlog.Done(key)
+	}
+	for {
+		key, shutdown := q.TypedRateLimitingInterface.Get()
+		if shutdown {
+			break
+		}
+		q.Done(key)
+	}
 }
 
 // FeedBacklog moves backlog keys to the workers' queue, keeping

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue" // the provider the controller registers (pkg/metrics)
 )
 
 func key(name string) cache.ObjectName { return cache.ObjectName{Namespace: "default", Name: name} }
@@ -165,4 +167,64 @@ func TestShutDownHandsOutNoMoreKeys(t *testing.T) {
 	if k, shutdown := q.Get(); !shutdown {
 		t.Fatalf("took %s after ShutDown and Done, want none", k)
 	}
+}
+
+// A queue shut down with keys in it takes them out of workqueue_depth,
+// which every queue of its name shares: a sharded replica's next
+// controller of a shard it lost and took again (a queue of the same name)
+// reports its own keys alone, not those of the queue before it.
+func TestShutDownTakesItsKeysOutOfTheDepthItSharesWithQueuesOfItsName(t *testing.T) {
+	before := map[string]float64{QueueName: queueDepth(t, QueueName), BacklogQueueName: queueDepth(t, BacklogQueueName)}
+	expectDepths := func(when string, fresh, backlog float64) {
+		t.Helper()
+		for name, want := range map[string]float64{QueueName: fresh, BacklogQueueName: backlog} {
+			if got := queueDepth(t, name) - before[name]; got != want {
+				t.Errorf("%s: workqueue_depth{name=%q} up by %v, want %v", when, name, got, want)
+			}
+		}
+	}
+	lost := New()
+	lost.Add(key("a"))
+	lost.Add(key("b"))
+	lost.AddToBacklog(key("c"))
+	inHand, _ := lost.Get() // a
+	lost.Add(inHand)        // changed again while a worker syncs it
+	next := New()
+	defer next.ShutDown()
+	next.Add(key("d"))
+	expectDepths("before ShutDown", 3, 1) // a again, b; d. c.
+
+	lost.ShutDown()
+	expectDepths("after ShutDown", 2, 0) // a again, counted until the worker's Done puts it back; d
+	lost.Done(inHand)
+	expectDepths("after the worker's Done", 2, 0)
+	lost.ShutDown() // as the controller does once its workers stopped
+	expectDepths("after the second ShutDown", 1, 0)
+	if lost.Len() != 0 || lost.BacklogLen() != 0 {
+		t.Errorf("the queue shut down holds %d keys and %d in its backlog, want none", lost.Len(), lost.BacklogLen())
+	}
+}
+
+// queueDepth reads workqueue_depth{name=name} as the controller serves it
+// (k8s.io/component-base's workqueue metrics, registered as the controller
+// registers them).
+func queueDepth(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range families {
+		if family.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			for _, label := range m.GetLabel() {
+				if label.GetName() == "name" && label.GetValue() == name {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0 // no queue of that name counted yet
 }

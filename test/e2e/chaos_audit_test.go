@@ -34,7 +34,9 @@ import (
 // staleTolerance is how long after a Foo's change a Deployment write may
 // still carry the Foo's value from before: the time a legitimate leader's
 // cache takes to learn of the change through its watch (well under 100 ms
-// on a quiet machine, seconds on a loaded one). It must stay below how long
+// on a quiet machine, seconds on a loaded one; no bound at all while the
+// API server refuses the controller's watches, so the faults that do are
+// excused: chaosFault.refusesController). It must stay below how long
 // the zombie leader stays paused after the user's scaling (zombiePause):
 // a zombie's write of the value from before its pause comes at least that
 // long after the change, and is caught.
@@ -47,8 +49,10 @@ type auditFindings struct {
 }
 
 // checkAuditLog reads the audit log and fails the test for every write
-// the checks flag. It returns what it read, for reports.
-func (w *chaosWorld) checkAuditLog(t *testing.T) auditFindings {
+// the checks flag; stale replica counts are not judged in the windows in
+// which the API server refused or stalled the controller (refused). It
+// returns what it read, for reports.
+func (w *chaosWorld) checkAuditLog(t *testing.T, refused []framework.Window) auditFindings {
 	t.Helper()
 	events, cut, err := framework.ReadAuditLog(w.auditLog)
 	if err != nil {
@@ -65,7 +69,7 @@ func (w *chaosWorld) checkAuditLog(t *testing.T) auditFindings {
 	}
 	expectNone(t, "accepted writes from a replica that did not hold the Lease", framework.WritesOutsideLeadership(events, leaderships))
 	expectNone(t, fmt.Sprintf("accepted Deployment writes of a replica count their Foo had not held for %v", staleTolerance),
-		framework.StaleReplicaWrites(events, staleTolerance))
+		framework.StaleReplicaWrites(events, staleTolerance, refused))
 	expectNone(t, "accepted controller writes to the foreign Deployment "+foreignDeployment,
 		framework.WritesTo(events, "deployments", w.ns, foreignDeployment))
 	return auditFindings{events: events, leaderships: leaderships}

@@ -56,10 +56,10 @@ func (s *chaosScenario) expectInvariants(t *testing.T, healed time.Time) {
 	}
 	t.Logf("quiescent %v after the last fault healed: every invariant holds", time.Since(healed).Round(100*time.Millisecond))
 	if s.cfg.shards > 1 {
-		s.world.checkShardedAuditLog(t, s.cfg.shards)
+		s.world.checkShardedAuditLog(t, s.cfg.shards, s.refused)
 		return
 	}
-	s.world.checkAuditLog(t)
+	s.world.checkAuditLog(t, s.refused)
 }
 
 // invariantProblems lists what does not hold now. Each is worked out from

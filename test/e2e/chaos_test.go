@@ -102,6 +102,9 @@ type chaosScenario struct {
 	world    *chaosWorld
 	replicas []*supervised
 	traffic  *traffic
+	// refused are the faults' windows in which the API server refused or
+	// stalled the controller, until its queue drained after.
+	refused []framework.Window
 }
 
 // newChaosScenario sets up the world, starts the two replicas, waits until
@@ -145,6 +148,9 @@ func (s *chaosScenario) run(t *testing.T) time.Time {
 		f.fault.inject(t, s)
 		healed = time.Now()
 		drained := s.waitDrained(t)
+		if f.fault.refusesController {
+			s.refused = append(s.refused, framework.Window{From: began, To: healed.Add(drained)})
+		}
 		t.Logf("%s at %v: lasted %v; the leader's queue drained %v after it healed", f.fault.name,
 			began.Sub(start).Round(100*time.Millisecond), healed.Sub(began).Round(100*time.Millisecond), drained.Round(100*time.Millisecond))
 	}

@@ -124,7 +124,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		t.Logf("%s logged %d writes refused by its fence after its resume", holder.Name, fenced)
 	}
 	run.waitConverged(t, resumed)
-	w.checkShardedAuditLog(t, fenceShards)
+	w.checkShardedAuditLog(t, fenceShards, nil)
 }
 
 var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling it"`)
@@ -132,8 +132,9 @@ var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling i
 // checkShardedAuditLog is checkAuditLog for count shards: every accepted
 // write for a Foo or its Deployment came from the replica that held the
 // Lease of the Foo's shard then, none carried a replica count its Foo had
-// not held lately, and none touched the foreign Deployment.
-func (w *chaosWorld) checkShardedAuditLog(t *testing.T, count int) {
+// not held lately (but in the windows refused, as checkAuditLog), and none
+// touched the foreign Deployment.
+func (w *chaosWorld) checkShardedAuditLog(t *testing.T, count int, refused []framework.Window) {
 	t.Helper()
 	expectWritesOnlyByShardHolders(t, w.auditLog, deployNamespace, deployName, count)
 	events, _, err := framework.ReadAuditLog(w.auditLog)
@@ -141,7 +142,7 @@ func (w *chaosWorld) checkShardedAuditLog(t *testing.T, count int) {
 		t.Fatal(err)
 	}
 	expectNone(t, fmt.Sprintf("accepted Deployment writes of a replica count their Foo had not held for %v", staleTolerance),
-		framework.StaleReplicaWrites(events, staleTolerance))
+		framework.StaleReplicaWrites(events, staleTolerance, refused))
 	expectNone(t, "accepted controller writes to the foreign Deployment "+foreignDeployment,
 		framework.WritesTo(events, "deployments", w.ns, foreignDeployment))
 }

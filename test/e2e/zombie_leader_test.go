@@ -102,7 +102,7 @@ func TestPausedLeaderWritesNothingAfterStandbyTakesOver(t *testing.T) {
 	}
 	run.waitConverged(t, resumed)
 
-	findings := w.checkAuditLog(t)
+	findings := w.checkAuditLog(t, nil)
 	t.Logf("A's writes to Foos and Deployments after B acquired the Lease: %s", describeWritesAfter(findings, a.identity, lease.Spec.AcquireTime.Time))
 	if n := len(findings.leaderships); n != 2 {
 		t.Errorf("the Lease changed hands %d times, want 2 (A, then B): %s", n, describeLeaderships(findings.leaderships))

@@ -366,14 +366,23 @@ type fooValue struct {
 // the Foo) had not had at any moment in the tolerance before the write was
 // received. tolerance is the lag a legitimate leader may have: its cache
 // learns of a Foo's change through a watch, a moment after the write.
-func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
+//
+// That lag has no bound while the API server refuses or stalls the
+// controller's requests: a write built from the cache before a change
+// arrives after it once client-go's retries of it are let through (a 429
+// is retried after its Retry-After), and a watch refused is retried with a
+// backoff, the cache catching up only once one is served. Writes received
+// within one of excused, the windows in which the API server did, are not
+// judged (a zombie's are still WritesOutsideLeadership's).
+func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []Window) []string {
 	history := fooHistory(events)
 	var out []string
 	for i := range events {
 		e := &events[i]
 		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
 			e.ObjectRef.Subresource != "" ||
-			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") {
+			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") ||
+			within(excused, e.Received) {
 			continue
 		}
 		var d struct {
@@ -409,6 +418,21 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration) []string {
 		}
 	}
 	return out
+}
+
+// Window is a stretch of time, From and To included.
+type Window struct {
+	From, To time.Time
+}
+
+// within reports whether t falls in one of windows.
+func within(windows []Window, t time.Time) bool {
+	for _, w := range windows {
+		if !t.Before(w.From) && !t.After(w.To) {
+			return true
+		}
+	}
+	return false
 }
 
 // fooHistory is each Foo's spec.replicas over time, from the responses to

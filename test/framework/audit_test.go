@@ -94,7 +94,7 @@ func TestAuditChecksPassACleanLog(t *testing.T) {
 	if v := WritesOutsideLeadership(events, leaderships); len(v) != 0 {
 		t.Errorf("WritesOutsideLeadership of a clean log: %q, want none", v)
 	}
-	if v := StaleReplicaWrites(events, time.Second); len(v) != 0 {
+	if v := StaleReplicaWrites(events, time.Second, nil); len(v) != 0 {
 		t.Errorf("StaleReplicaWrites of a clean log: %q, want none", v)
 	}
 }
@@ -112,14 +112,25 @@ func TestAuditChecksFlagTheZombieWrite(t *testing.T) {
 	}
 	wantStale := []string{`patch deployments ns/foo-1 (200) received 00:00:12.500000 by "sample-controller/` + replicaA +
 		`": replicas 1, but Foo foo-1 held only 3 since 00:00:11.000000 in the 1s before`}
-	if got := StaleReplicaWrites(events, time.Second); !reflect.DeepEqual(got, wantStale) {
+	if got := StaleReplicaWrites(events, time.Second, nil); !reflect.DeepEqual(got, wantStale) {
 		t.Errorf("StaleReplicaWrites:\n got %q\nwant %q", got, wantStale)
 	}
 	// Within the tolerance the old value is still one a legitimate
 	// leader's cache may hold: with 2 s, the apply 1.5 s after the
 	// scale is not flagged.
-	if got := StaleReplicaWrites(events, 2*time.Second); len(got) != 0 {
+	if got := StaleReplicaWrites(events, 2*time.Second, nil); len(got) != 0 {
 		t.Errorf("StaleReplicaWrites with 2s tolerance: %q, want none", got)
+	}
+	// Received while the API server refused the writer's requests, its
+	// watch among them, the write is not judged; a window that ends before
+	// it excuses nothing.
+	excused := []Window{{From: at("00:00:11.500"), To: at("00:00:12.500")}}
+	if got := StaleReplicaWrites(events, time.Second, excused); len(got) != 0 {
+		t.Errorf("StaleReplicaWrites with the write's window excused: %q, want none", got)
+	}
+	before := []Window{{From: at("00:00:11.500"), To: at("00:00:12.499")}}
+	if got := StaleReplicaWrites(events, time.Second, before); !reflect.DeepEqual(got, wantStale) {
+		t.Errorf("StaleReplicaWrites with a window ending before the write:\n got %q\nwant %q", got, wantStale)
 	}
 }
 
@@ -218,12 +229,12 @@ func TestStaleReplicaWritesTakeACountFromAStatusAnswerAsHeldSinceTheWriteBefore(
 `
 	const status = `{"stage":"ResponseComplete","verb":"patch","userAgent":"sample-controller/` + replicaB + `","user":{"username":"system:serviceaccount:sc:b"},"objectRef":{"resource":"foos","namespace":"ns","name":"foo-1","subresource":"status"},"responseStatus":{"code":200},"responseObject":{"spec":{"replicas":5}},"requestReceivedTimestamp":"2026-01-01T00:00:21.000000Z","stageTimestamp":"2026-01-01T00:00:21.010000Z"}
 `
-	if got := StaleReplicaWrites(parseAudit(t, create+apply+status), 4*time.Second); len(got) != 0 {
+	if got := StaleReplicaWrites(parseAudit(t, create+apply+status), 4*time.Second, nil); len(got) != 0 {
 		t.Errorf("StaleReplicaWrites with the status answer: %q, want none", got)
 	}
 	want := []string{`patch deployments ns/foo-1 (200) received 00:00:20.000000 by "sample-controller/` + replicaB +
 		`": replicas 5, but Foo foo-1 held only 3 since 00:00:01.000000 in the 4s before`}
-	if got := StaleReplicaWrites(parseAudit(t, create+apply), 4*time.Second); !reflect.DeepEqual(got, want) {
+	if got := StaleReplicaWrites(parseAudit(t, create+apply), 4*time.Second, nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("StaleReplicaWrites without it:\n got %q\nwant %q", got, want)
 	}
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Copyright The Sample Controller Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+# Passes the output of go test -v through, each line after PREFIX (the
+# first argument, if any), and ends it with the tests that failed, each
+# with its last log lines: the reason a test failed is printed when it
+# fails, maybe an hour and thousands of lines before the end of a run that
+# a CI log shows the tail of.
+#
+#   go test -v ./test/e2e/ 2>&1 | hack/summarize-failures.sh '[1.35] '
+#
+# It exits 0: the status is go test's (make's shells run with pipefail).
+set -o errexit -o nounset -o pipefail
+
+exec awk -v prefix="${1:-}" -v keep=8 '
+{ print prefix $0; fflush() }
+# A test log line, "    file_test.go:12: ...": kept, the last few per test.
+/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / { logged[++n] = $0; if (n > keep) { delete logged[n - keep] } }
+/^=== RUN   / { n = 0; split("", logged) }
+/^ *--- FAIL: / {
+	summary = summary prefix $0 "\n"
+	for (i = n - keep + 1; i <= n; i++) { if (i in logged) { summary = summary prefix "  " substr(logged[i], 1, 300) "\n" } }
+}
+END { if (summary != "") { printf "%sFailed:\n%s", prefix, summary } }
+'
