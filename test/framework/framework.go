@@ -452,8 +452,10 @@ func (c *Controller) Probe(ctx context.Context, path string) (int, string, error
 	return resp.StatusCode, string(body), err
 }
 
-// Poll calls cond every interval until it returns true, an error, or the
-// timeout passes; the last error or "timed out" is returned.
+// Poll calls cond every interval until it returns true or the timeout
+// passes; then it returns the last error cond returned, if any. An error
+// of the attempt the timeout cut short ("context deadline exceeded") says
+// nothing of why the condition did not hold: the one before it is kept.
 func Poll(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -463,7 +465,7 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 		if err == nil && ok {
 			return nil
 		}
-		if err != nil {
+		if err != nil && (last == nil || ctx.Err() == nil) {
 			last = err
 		}
 		select {
