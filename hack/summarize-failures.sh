@@ -26,12 +26,17 @@ set -o errexit -o nounset -o pipefail
 
 exec awk -v prefix="${1:-}" -v keep=8 '
 { print prefix $0; fflush() }
-# A test log line, "    file_test.go:12: ...": kept, the last few per test.
-/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / { logged[++n] = $0; if (n > keep) { delete logged[n - keep] } }
-/^=== RUN   / { n = 0; split("", logged) }
+# Whose output follows: go test -v names the test (or subtest) before its
+# lines whenever the output switches to another.
+/^=== (RUN|CONT|NAME) / { test = $3 }
+# A test log line, "    file_test.go:12: ...": the last few of each test kept.
+/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / { n = ++count[test]; logged[test, n] = $0; delete logged[test, n - keep] }
 /^ *--- FAIL: / {
 	summary = summary prefix $0 "\n"
-	for (i = n - keep + 1; i <= n; i++) { if (i in logged) { summary = summary prefix "  " substr(logged[i], 1, 300) "\n" } }
+	name = $3
+	for (i = count[name] - keep + 1; i <= count[name]; i++) {
+		if ((name, i) in logged) { summary = summary prefix "  " substr(logged[name, i], 1, 300) "\n" }
+	}
 }
 END { if (summary != "") { printf "%sFailed:\n%s", prefix, summary } }
 '
