@@ -64,12 +64,15 @@ const Path = "/convert"
 //     once (one per request in the other version being served), and it is
 //     the budget, not the cap, that holds a flood of large reviews back.
 //
-// So the webhook adds to the controller's heap at most
-// reviewBudget × (1 + GOGC/100) (what is held, and as much again of garbage
-// before the collector runs, GOGC being 100) plus
-// maxReviewsInFlight × readChunk of buffers: with the controller's own
-// baseline, well under the Deployment's memory limit, and GOMEMLIMIT, set
-// to that limit, makes the collector run sooner as the heap nears it.
+// So the webhook adds to the controller's heap about
+// 2 × reviewBudget × (1 + GOGC/100) at most: a review is charged what it
+// read, but the JSON decoder holds it in a buffer it grows by doubling, up
+// to twice that; and as much again of garbage (the buffers outgrown, the
+// objects decoded and written) before the collector runs, GOGC being 100.
+// Besides, maxReviewsInFlight × readChunk of buffers. With the controller's
+// own baseline that is well under the Deployment's memory limit, and
+// GOMEMLIMIT, set to that limit, makes the collector run sooner as the heap
+// nears it.
 // docs/failure-modes.md has the figures, measured under attack.
 const (
 	maxReviewBytes     = 24 << 20
