@@ -192,7 +192,7 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 		if !o.LeaderElection.Enabled {
 			return controller.Run(ctx, o.Workers)
 		}
-		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod, 1)
+		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection, 1)
 		if err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
 	logger := klog.FromContext(ctx)
 	// A member Lease, and a Lease per shard held: at most all of them.
-	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection.RetryPeriod, 1+o.Shards)
+	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection, 1+o.Shards)
 	if err != nil {
 		return nil, err
 	}

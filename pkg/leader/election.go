@@ -83,7 +83,7 @@ func DefaultNamespace() string {
 func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leaderelection.HealthzAdaptor, fence *Fence,
 	run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
-	client, err := LeaseClient(kubeCfg, cfg.RetryPeriod, 1)
+	client, err := LeaseClient(kubeCfg, cfg, 1)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg Config, kubeCfg *rest.Config, watchdog *leader
 	if err != nil {
 		return err
 	}
-	lock = &fencedLock{Interface: lock, fence: fence}
+	lock = &fencedLock{Interface: lock, fence: fence, leaseDuration: cfg.LeaseDuration}
 
 	// The elector runs on its own context, cancelled only once run has
 	// returned (or, before we lead, as soon as shutdown begins).
@@ -200,20 +200,23 @@ const LeaseUserAgentSuffix = "/leader-election"
 // period besides its list, and gets twice that as its burst and per retry
 // period, so that its renewals never queue behind one another.
 //
-// Each request is bounded by the retry period. When renewing fails for the
-// renew deadline, client-go still tries to release the Lease before
-// leadership is reported lost; without a timeout that request hangs as long
-// as the API server does, and the workers of a leader that is no longer sure
-// to lead go on. Bounded, the process exits within renew deadline + retry
-// period (12 s by default), before a standby may take the Lease (lease
-// duration, 15 s).
-func LeaseClient(kubeCfg *rest.Config, retryPeriod time.Duration, leases int) (kubernetes.Interface, error) {
+// Each request is bounded by the renew deadline: none waits longer than
+// client-go's elector would for a renewal, which its renew loop bounds the
+// same way, and a standby's attempt to take the Lease, which nothing else
+// bounds, cannot hang on an API server that does not answer. A renewal that
+// the API server is slow to answer is still a renewal: were every request
+// bounded by the retry period, as it once was, a loaded API server would
+// take Leases away from leaders and shard holders that could have kept them.
+// What must be shorter is bounded where it is known: a leader's requests by
+// its Lease's expiry (fencedLock), a shard's renewal by what is left of its
+// renew deadline (pkg/sharding).
+func LeaseClient(kubeCfg *rest.Config, election Config, leases int) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(kubeCfg)
 	cfg.UserAgent = kubeCfg.UserAgent + LeaseUserAgentSuffix // sample-controller/<identity>/leader-election
 	perPeriod := 2 * (leases + 2)
-	cfg.QPS = max(rest.DefaultQPS, float32(perPeriod)/float32(retryPeriod.Seconds()))
+	cfg.QPS = max(rest.DefaultQPS, float32(perPeriod)/float32(election.RetryPeriod.Seconds()))
 	cfg.Burst, cfg.RateLimiter = max(rest.DefaultBurst, perPeriod), nil
-	cfg.Timeout = retryPeriod
+	cfg.Timeout = election.RenewDeadline
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building leader election clientset: %w", err)

@@ -216,12 +216,35 @@ func isWrite(method string) bool {
 // was sent.
 type fencedLock struct {
 	resourcelock.Interface
-	fence *Fence
+	fence         *Fence
+	leaseDuration time.Duration
 
 	mu sync.Mutex
 	// readHolder is the holder the last successful Get returned; nil before
 	// the first.
 	readHolder *string
+	// expires is when the Lease, as this replica last acquired or renewed
+	// it, expires: a lease duration after the renewal was sent. Zero
+	// before the first.
+	expires time.Time
+}
+
+// bound cuts a Lease request at the Lease's expiry, as this replica last
+// renewed it: past it another replica may hold the Lease. When renewing
+// fails for the renew deadline, client-go's elector still reads the Lease
+// to release it, bounded only by another renew deadline; cut here, that
+// ends, and the process exits (see Run), before a standby may take the
+// Lease, however long the API server takes to answer. A renewal is cut
+// later than this by client-go's renew deadline. Before this replica first
+// holds the Lease its requests are bounded by the client (LeaseClient).
+func (l *fencedLock) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	l.mu.Lock()
+	expires := l.expires
+	l.mu.Unlock()
+	if expires.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, expires.Sub(l.fence.now()))
 }
 
 // errNotOurs refuses the release of a Lease that another replica holds.
@@ -229,6 +252,8 @@ var errNotOurs = errors.New("leader election: not releasing the Lease, which ano
 
 // Get reads the Lease and remembers its holder, for a release to check.
 func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
 	record, raw, err := l.Interface.Get(ctx)
 	if err == nil && record != nil {
 		holder := record.HolderIdentity
@@ -240,10 +265,14 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 }
 
 func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
 	return l.recordRenewal(ler, func() error { return l.Interface.Create(ctx, ler) })
 }
 
 func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
 	return l.recordRenewal(ler, func() error { return l.Interface.Update(ctx, ler) })
 }
 
@@ -275,5 +304,10 @@ func (l *fencedLock) recordRenewal(ler resourcelock.LeaderElectionRecord, write 
 		return err
 	}
 	l.fence.RenewedAt(sent)
+	l.mu.Lock()
+	if expires := sent.Add(l.leaseDuration); expires.After(l.expires) {
+		l.expires = expires
+	}
+	l.mu.Unlock()
 	return nil
 }

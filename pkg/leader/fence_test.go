@@ -142,6 +142,57 @@ func TestLockOpensTheFenceAsOfWhenASuccessfulRenewalWasSent(t *testing.T) {
 	}
 }
 
+// deadlineLock is a fakeLock that records, at each Get, how long its
+// context left it (zero when unbounded) and whether it had already ended.
+type deadlineLock struct {
+	*fakeLock
+	left  time.Duration
+	ended bool
+}
+
+func (l *deadlineLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	l.left, l.ended = 0, ctx.Err() != nil
+	if deadline, ok := ctx.Deadline(); ok {
+		l.left = time.Until(deadline)
+	}
+	return l.fakeLock.Get(ctx)
+}
+
+// A leader's Lease requests end when its Lease, as it last renewed it,
+// expires (lease duration 15 s): the release client-go sends after renewing
+// failed for the renew deadline (10 s) then holds up the exit no later than
+// when a standby may take the Lease, however long the API server takes.
+func TestALeadersLeaseRequestsEndWhenItsLeaseExpires(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	inner := &deadlineLock{fakeLock: &fakeLock{}}
+	lock := &fencedLock{Interface: inner, fence: fenceAt(c), leaseDuration: defaults.LeaseDuration}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if inner.left != 0 {
+		t.Errorf("before it held the Lease, a read was given %v, want no bound of the lock's", inner.left)
+	}
+
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(12 * time.Second) // renewals failed since; the elector gives up and reads the Lease to release it
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if inner.left <= 2900*time.Millisecond || inner.left > 3*time.Second {
+		t.Errorf("12 s after the renewal was sent, a read was given %v, want the 3 s left of the Lease", inner.left)
+	}
+
+	c.t = c.t.Add(4 * time.Second)
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !inner.ended {
+		t.Errorf("past the Lease's expiry, a read was given %v, want an ended context", inner.left)
+	}
+}
+
 // renewedLock returns a fence and the fenced fakeLock of replica-a, which
 // has just renewed its Lease through it.
 func renewedLock(t *testing.T) (*Fence, *fakeLock, *fencedLock) {

@@ -173,6 +173,9 @@ func (r *Replica) round(ctx context.Context) {
 		held = append(held, h)
 	}
 	r.mu.Unlock()
+	// The renewals go out at once: one the API server is slow to answer
+	// does not take from the time the others have left.
+	var renewals sync.WaitGroup
 	for _, h := range held {
 		lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]
 		switch {
@@ -185,9 +188,10 @@ func (r *Replica) round(ctx context.Context) {
 			r.mu.Unlock()
 			r.done.Go(func() { r.release(ctx, h) })
 		default:
-			r.renew(ctx, h, lease)
+			renewals.Go(func() { r.renew(ctx, h, lease) })
 		}
 	}
+	renewals.Wait()
 	r.loseOverdue(ctx)
 
 	if member == nil {
@@ -367,9 +371,14 @@ func waitSynced(ctx context.Context, c Controller) bool {
 }
 
 // renew renews the shard's Lease, as lease read it, and opens its fence
-// for another window as of the moment the renewal was sent.
+// for another window as of the moment the renewal was sent. The renewal
+// may take what is left of the shard's renew deadline, and no more: past
+// it loseOverdue gives the shard up, as client-go's elector bounds a
+// leader's renewals.
 func (r *Replica) renew(ctx context.Context, h *heldShard, lease *coordinationv1.Lease) {
 	sent := r.now()
+	ctx, cancel := context.WithTimeout(ctx, h.renewed.Add(r.cfg.RenewDeadline).Sub(sent))
+	defer cancel()
 	lease = lease.DeepCopy()
 	hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
 	updated, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -431,5 +432,77 @@ func TestTheUnshardedLeaderWithoutTheShardingRoleDoesNotWait(t *testing.T) {
 	cfg := leader.Config{Name: leaseSet, LeaseDuration: 15 * time.Second, RetryPeriod: time.Hour}
 	if err := WaitUnsharded(context.Background(), cfg, client.CoordinationV1().Leases(leaseNamespace)); err != nil {
 		t.Errorf("WaitUnsharded = %v, want nil at once", err)
+	}
+}
+
+// gatedLeases holds each shard Lease's update until want of them are in
+// flight at once, or a second has passed, and records the most that were,
+// and how long each update's context gave it.
+type gatedLeases struct {
+	coordinationclient.LeaseInterface
+	want int
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	left     []time.Duration
+	all      chan struct{}
+}
+
+func (g *gatedLeases) Update(ctx context.Context, lease *coordinationv1.Lease,
+	opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if _, ok := parseShardLease(leaseSet, lease.Name); ok {
+		g.mu.Lock()
+		deadline, _ := ctx.Deadline()
+		g.left = append(g.left, time.Until(deadline))
+		g.inFlight++
+		g.most = max(g.most, g.inFlight)
+		if g.inFlight == g.want {
+			close(g.all)
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.all:
+		case <-time.After(time.Second):
+		}
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}
+	return g.LeaseInterface.Update(ctx, lease, opts)
+}
+
+// A replica renews its shards' Leases at once, each with what is left of its
+// renew deadline (10 s, renewed 3 s before): one the API server is slow to
+// answer neither takes from the others' time nor fails at a shorter bound.
+func TestAReplicaRenewsItsShardsAtOnceEachWithinWhatIsLeftOfItsRenewDeadline(t *testing.T) {
+	ctx := context.Background()
+	var offset atomic.Int64
+	a := newTestReplica(leaseServer(), "a", 4, &offset)
+	a.round(ctx) // a's member Lease
+	a.round(ctx) // alone, a takes every shard
+	if got := a.heldShards(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Fatalf("a holds %v, want [0 1 2 3]", got)
+	}
+	offset.Add(int64(3 * time.Second))
+	gated := &gatedLeases{LeaseInterface: a.leases, want: 4, all: make(chan struct{})}
+	a.leases = gated
+	a.round(ctx)
+
+	if gated.most != 4 {
+		t.Errorf("at most %d renewals in flight at once, want 4", gated.most)
+	}
+	if len(gated.left) != 4 {
+		t.Fatalf("%d renewals, want 4", len(gated.left))
+	}
+	for _, left := range gated.left {
+		if left <= 6500*time.Millisecond || left > 7*time.Second {
+			t.Errorf("a renewal's context left it %v, want 7 s less the moments since", left)
+		}
+	}
+	for _, h := range a.held {
+		if got := a.now().Sub(h.renewed); got > time.Second {
+			t.Errorf("shard %s renewed %v ago, want this round", h.shard, got)
+		}
 	}
 }
