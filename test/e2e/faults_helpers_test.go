@@ -25,6 +25,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,6 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
@@ -436,4 +438,39 @@ func (r *faultRun) controllerFigures(t *testing.T) string {
 		reconciles(samples, "success"), reconciles(samples, "conflict"), reconciles(samples, "deferred"), reconciles(samples, "error"),
 		framework.Sum(samples, "workqueue_retries_total", func(l map[string]string) bool { return l["name"] == freshfirst.QueueName }),
 		requests, elapsed.Round(time.Second), requests/elapsed.Seconds(), failed)
+}
+
+// startSlowLink starts a slow link to the API server (framework.SlowLink),
+// closed when the test ends.
+func startSlowLink(t *testing.T) *framework.SlowLink {
+	t.Helper()
+	server, err := url.Parse(cluster.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := framework.StartSlowLink(server.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	return link
+}
+
+// slowedKubeconfig writes a copy of the kubeconfig at path whose clusters
+// are reached at addr (a slow link's), and returns the copy's path. The API
+// server's certificate names 127.0.0.1, which the link listens on too.
+func slowedKubeconfig(t *testing.T, path, addr string) string {
+	t.Helper()
+	config, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range config.Clusters {
+		c.Server = "https://" + addr
+	}
+	slowed := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*config, slowed); err != nil {
+		t.Fatal(err)
+	}
+	return slowed
 }

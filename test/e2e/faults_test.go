@@ -80,6 +80,7 @@ func TestControllerSurvivesFaults(t *testing.T) {
 	t.Run("rides_through_kube_apiserver_killed_and_restarted", func(t *testing.T) { testAPIServerKilled(t, n, sa) })
 	t.Run("rides_through_etcd_killed_and_restarted", func(t *testing.T) { testEtcdKilled(t, n, sa) })
 	t.Run("leader_exits_when_kube_apiserver_hangs_past_renew_deadline", func(t *testing.T) { testAPIServerPaused(t, n, sa) })
+	t.Run("leader_keeps_its_lease_when_every_request_is_answered_late", func(t *testing.T) { testAPIServerSlow(t, n, sa) })
 	t.Run("killed_controller_restarts_without_duplicates_and_deletes_renamed", func(t *testing.T) { testControllerKilled(t, n, sa) })
 	t.Run("converges_when_priority_and_fairness_rejects_its_requests", func(t *testing.T) { testThrottled(t, n, sa) })
 	t.Run("namespace_deleted_during_creation_leaves_nothing_and_no_hot_loop", func(t *testing.T) { testNamespaceDeleted(t, n, sa) })
@@ -234,6 +235,46 @@ func testAPIServerPaused(t *testing.T, n int, sa string) {
 	converged := r.waitConverged(t, resumed)
 	r.expectAtMostOneWarningPerProblem(t)
 	t.Logf("converged %v after the API server resumed; restarted controller: %s", converged.Round(100*time.Millisecond), r.controllerFigures(t))
+}
+
+// Every request the leader sends reaches kube-apiserver slowRequestDelay
+// (1.5 s) late, for slowFor (20 s), through a slow link
+// (framework.SlowLink): later than the retry period (1 s here), well within
+// the renew deadline (5 s). A renewal answered late still counts: the
+// leader keeps its Lease throughout, never unrenewed for the renew
+// deadline, and converges the Foos created meanwhile. With every Lease
+// request cut at the retry period, as they once were, each renewal failed
+// and the leader exited 5 s into the delay (docs/failure-modes.md).
+func testAPIServerSlow(t *testing.T, n int, sa string) {
+	const (
+		slowRequestDelay = 1500 * time.Millisecond
+		slowFor          = 20 * time.Second
+		renewDeadline    = 5 * time.Second
+	)
+	link := startSlowLink(t)
+	r := newFaultRun(t, "fault-apiserver-slow", slowedKubeconfig(t, sa, link.Addr()),
+		"-leader-elect-lease-duration=8s", "-leader-elect-renew-deadline="+renewDeadline.String(),
+		"-leader-elect-retry-period=1s")
+	r.createFoos(t, 0, n/10)
+	r.waitConverged(t, r.started)
+	leases := cluster.Kube.CoordinationV1().Leases(r.leaseNS)
+	before, err := leases.Get(context.Background(), r.leaseID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := sampleLease(t, leases, r.leaseID)
+
+	slowed := time.Now()
+	link.SetDelay(slowRequestDelay)
+	r.createFoos(t, n/10, n/10+n/20)
+	time.Sleep(time.Until(slowed.Add(slowFor)))
+	link.SetDelay(0)
+	expectRenewedThroughout(t, before, sampler.Stop(), renewDeadline)
+	converged := r.waitConverged(t, slowed)
+	r.expectLeaderStayed(t)
+	r.expectAtMostOneWarningPerProblem(t)
+	t.Logf("converged %v after every request became %v late, for %v; controller: %s",
+		converged.Round(100*time.Millisecond), slowRequestDelay, slowFor, r.controllerFigures(t))
 }
 
 // The controller is SIGKILLed mid-convergence, and while it is down some

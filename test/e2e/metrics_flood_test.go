@@ -35,7 +35,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -59,8 +58,6 @@ const (
 	// fewer than the metrics server's connections (32), so that a scraper
 	// is not kept out of the port.
 	flooders = 24
-	// leaseSampleInterval is how often the test reads the Lease.
-	leaseSampleInterval = 200 * time.Millisecond
 )
 
 // A flood of /metrics requests, each with a new random bearer token, from
@@ -119,34 +116,8 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 	}
 	t.Logf("%s leads: lease %s", leader.Name, describeLease(before))
 
-	// The Lease, read every leaseSampleInterval by the admin (exempt from
-	// priority and fairness) until the flood is over.
-	sampling, stopSampling := context.WithCancel(context.Background())
-	samples := make(chan leaseSample, 1024)
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		defer close(samples)
-		tick := time.NewTicker(leaseSampleInterval)
-		defer tick.Stop()
-		for {
-			ctx, cancel := context.WithTimeout(sampling, 5*time.Second)
-			lease, err := leases.Get(ctx, deployName, metav1.GetOptions{})
-			cancel()
-			samples <- leaseSample{at: time.Now(), lease: lease, err: err}
-			select {
-			case <-sampling.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	var observed []leaseSample
-	var collector sync.WaitGroup
-	collector.Go(func() {
-		for s := range samples {
-			observed = append(observed, s)
-		}
-	})
+	// The Lease, read by the admin until the flood is over.
+	sampler := sampleLease(t, leases, deployName)
 
 	// The flood.
 	flooding, stopFlood := context.WithCancel(context.Background())
@@ -182,7 +153,7 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 			})
 		}
 	}
-	t.Cleanup(func() { stopFlood(); flood.Wait(); stopSampling(); sampler.Wait() })
+	t.Cleanup(func() { stopFlood(); flood.Wait() })
 
 	// A lease duration into the flood, the user scales the Foo; the flood
 	// goes on until its Deployment follows, and at least floodAtLeast.
@@ -213,9 +184,7 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 	flooded := time.Since(floodStart)
 	// One more renewal after the flood, then the Lease is judged.
 	time.Sleep(2 * floodRetryPeriod)
-	stopSampling()
-	sampler.Wait()
-	collector.Wait()
+	observed := sampler.Stop()
 
 	answers := map[int]int64{}
 	codes.Range(func(k, v any) bool {
@@ -236,37 +205,7 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 		tokenReviews, rejected, level)
 
 	// The leader kept its Lease throughout.
-	holder, transitions := leaseHolderOf(before), ptrValue(before.Spec.LeaseTransitions)
-	var maxGap time.Duration
-	last := before.Spec.RenewTime.Time
-	var errs []string
-	for _, s := range observed {
-		if s.err != nil {
-			errs = append(errs, s.err.Error())
-			continue
-		}
-		if got := leaseHolderOf(s.lease); got != holder || ptrValue(s.lease.Spec.LeaseTransitions) != transitions {
-			t.Errorf("%s: lease %s, want holder %s after %d transitions", s.at.Format("15:04:05.000"),
-				describeLease(s.lease), holder, transitions)
-			continue
-		}
-		if renewed := s.lease.Spec.RenewTime.Time; renewed.After(last) {
-			maxGap = max(maxGap, renewed.Sub(last))
-			last = renewed
-		}
-	}
-	if len(observed) > 0 {
-		// The time since the last renewal seen counts too.
-		maxGap = max(maxGap, observed[len(observed)-1].at.Sub(last))
-	}
-	t.Logf("%d samples of the Lease, %d failed reads; longest time without renewal %v (renew deadline %v)",
-		len(observed), len(errs), maxGap.Round(10*time.Millisecond), floodRenewDeadline)
-	if len(errs) > len(observed)/10 {
-		t.Errorf("%d of %d reads of the Lease failed: %q", len(errs), len(observed), errs)
-	}
-	if maxGap >= floodRenewDeadline {
-		t.Errorf("the Lease went %v without renewal, not less than the renew deadline %v", maxGap, floodRenewDeadline)
-	}
+	expectRenewedThroughout(t, before, observed, floodRenewDeadline)
 	for _, r := range replicas {
 		if r.Exited() {
 			t.Errorf("%s exited during the flood", r.Name)
@@ -314,13 +253,6 @@ func TestLeaderKeepsLeaseThroughMetricsFlood(t *testing.T) {
 	waitFooReady(t, ns, foo.Name)
 }
 
-// leaseSample is one read of the Lease.
-type leaseSample struct {
-	at    time.Time
-	lease *coordinationv1.Lease
-	err   error
-}
-
 // fetchWithToken GETs url with token and returns the status code, the body
 // read and dropped so that the connection is kept.
 func fetchWithToken(ctx context.Context, client *http.Client, url, token string) (int, error) {
@@ -365,11 +297,4 @@ func apiRequests(samples []framework.Sample, resource string) float64 {
 	return framework.Sum(samples, "apiserver_request_total", func(l map[string]string) bool {
 		return l["resource"] == resource
 	})
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
