@@ -235,8 +235,8 @@ type fencedLock struct {
 // to release it, bounded only by another renew deadline; cut here, that
 // ends, and the process exits (see Run), before a standby may take the
 // Lease, however long the API server takes to answer. A renewal is cut
-// later than this by client-go's renew deadline. Before this replica first
-// holds the Lease its requests are bounded by the client (LeaseClient).
+// sooner, by client-go's renew deadline. Before this replica first holds
+// the Lease its requests are bounded by the client (LeaseClient).
 func (l *fencedLock) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	l.mu.Lock()
 	expires := l.expires
