@@ -62,16 +62,15 @@ build:
 # minor's control-plane build and then its suite, so both builds start at
 # once, in two lanes. The first builds the newest minor's control plane,
 # then runs its suite (e2e): the scenarios on control planes of their own
-# and the rest at once. The second, at nice 5 so that the first lane gets
-# the CPU when it asks, first builds what that suite needs besides
-# (Prometheus and Helm: done long before the newest control plane, so the
-# suite does not wait on them, as it did when the first lane built them
-# after it), then the oldest minor's control plane, then runs two jobs at
-# once: that minor's contract, and, at nice 10, the fillers: the checks
-# (make verify), the unit tests and TEMPLATE_CHECKS (the template's own
-# checks; none in a controller made from it). The suites wait on their
-# control planes more than they compute; the fillers take whatever CPU they
-# leave. Last come the alerts' tests, with that Prometheus. The
+# at once, the rest once Prometheus is built too. The second, at nice 5 so
+# that the first lane gets the CPU when it asks, builds the oldest minor's
+# control plane, then runs two jobs at once: that minor's contract, and, at
+# nice 10, the fillers: the checks (make verify), the unit tests and
+# TEMPLATE_CHECKS (the template's own checks; none in a controller made
+# from it). The suites wait on their control planes more than they compute;
+# the fillers take whatever CPU they leave. Last come the alerts' tests,
+# with the Prometheus the first lane built: only that lane builds it, so
+# that no suite waits on a lock held by a build at a lower priority. The
 # checks come after the oldest minor's build, not before it, so that its
 # contract does not start late and run alone at the end, the CPU partly
 # idle (what each order cost: docs/performance.md, make test). The minors
@@ -85,7 +84,6 @@ test:
 # test's two.
 .PHONY: contract-and-fillers fillers
 contract-and-fillers:
-	nice -n 5 $(MAKE) prometheus-tools helm
 	nice -n 5 $(MAKE) tools-minors
 	nice -n 5 $(MAKE) -j2 e2e-minors fillers
 	nice -n 5 $(MAKE) monitoring
@@ -177,10 +175,10 @@ $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum go.mod
 # the first starts no suite control plane (E2E_NO_SUITE_CONTROL_PLANE),
 # which would sit idle. One after the other, they made the suite the
 # longest chain of make test (docs/performance.md, make test). The test
-# binary's packages compile first, once for both. The rest needs
-# Prometheus (TestMonitoringOnRealPrometheus) and Helm (the chart's tests),
-# which make test's second lane has built by then. -k: the one runs to its
-# end when the other failed.
+# binary's packages compile first, once for both. The scenarios start as
+# soon as the control plane is built; the rest, which runs Prometheus
+# (TestMonitoringOnRealPrometheus), once it is built too. -k: the one runs
+# to its end when the other failed.
 E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestShardedChaosKeepsInvariants|$\
   TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestPausedShardHolderWritesNothingAfterItsShardsAreTaken
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
@@ -328,9 +326,9 @@ prometheus-tools: $(PROMETHEUS_BINS)
 # OpenStack, ...) are much of what a build without the tag compiles
 # (docs/performance.md, make test).
 # Linked -s -w, as the linter is.
-# In make test, its second lane builds it first, and make e2e and make
-# monitoring find it built; run by hand at once, one builds while the other
-# waits, then finds nothing to do.
+# In make test, make e2e builds it and make monitoring finds it built; run
+# by hand at once, one builds while the other waits, then finds nothing
+# to do.
 $(PROMETHEUS_BINS) &: hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
 	mkdir -p _output/bin
 	cd hack/tools/prometheus && flock $(CURDIR)/_output/bin/.prometheus.lock env GOWORK=off go build -tags remove_all_sd -ldflags '-s -w' -o $(CURDIR)/_output/bin/ \
