@@ -241,8 +241,8 @@ func testAPIServerPaused(t *testing.T, n int, sa string) {
 // (1.5 s) late, for slowFor (20 s), through a slow link
 // (framework.SlowLink): later than the retry period (1 s here), well within
 // the renew deadline (5 s). A renewal answered late still counts: the
-// leader keeps its Lease throughout, never unrenewed for the renew
-// deadline, and converges the Foos created meanwhile. With every Lease
+// leader keeps its Lease throughout, never unrenewed for its fence window
+// (6 s), and converges the Foos created meanwhile. With every Lease
 // request cut at the retry period, as they once were, each renewal failed
 // and the leader exited 5 s into the delay (docs/failure-modes.md).
 func testAPIServerSlow(t *testing.T, n int, sa string) {
@@ -250,11 +250,12 @@ func testAPIServerSlow(t *testing.T, n int, sa string) {
 		slowRequestDelay = 1500 * time.Millisecond
 		slowFor          = 20 * time.Second
 		renewDeadline    = 5 * time.Second
+		retryPeriod      = time.Second
 	)
 	link := startSlowLink(t)
 	r := newFaultRun(t, "fault-apiserver-slow", slowedKubeconfig(t, sa, link.Addr()),
 		"-leader-elect-lease-duration=8s", "-leader-elect-renew-deadline="+renewDeadline.String(),
-		"-leader-elect-retry-period=1s")
+		"-leader-elect-retry-period="+retryPeriod.String())
 	r.createFoos(t, 0, n/10)
 	r.waitConverged(t, r.started)
 	leases := cluster.Kube.CoordinationV1().Leases(r.leaseNS)
@@ -269,7 +270,7 @@ func testAPIServerSlow(t *testing.T, n int, sa string) {
 	r.createFoos(t, n/10, n/10+n/20)
 	time.Sleep(time.Until(slowed.Add(slowFor)))
 	link.SetDelay(0)
-	expectRenewedThroughout(t, before, sampler.Stop(), renewDeadline)
+	expectRenewedThroughout(t, before, sampler.Stop(), renewDeadline+retryPeriod)
 	converged := r.waitConverged(t, slowed)
 	r.expectLeaderStayed(t)
 	r.expectAtMostOneWarningPerProblem(t)
