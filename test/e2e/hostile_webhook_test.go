@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/conversion"
@@ -267,6 +268,7 @@ func TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite(t *testing.T) 
 	createFoos(t, ns, "foo", foos)
 	// A read in v1alpha1 before the idle peak is taken, so that the peak
 	// includes what a real conversion costs.
+	waitV1alpha1Listed(t, ns)
 	readV1alpha1Foos(t, ns, foos)
 	idle, err := peakRSS(c.Pid())
 	if err != nil {
@@ -347,6 +349,29 @@ func TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite(t *testing.T) 
 		t.Fatal("the controller exited during the reviews")
 	}
 	readV1alpha1Foos(t, ns, foos)
+}
+
+// waitV1alpha1Listed waits until the API server lists the Foos of ns in
+// v1alpha1. Its watch cache of the Foos in v1alpha1 starts over whenever it
+// could not convert an event through the webhook (between tests no replica
+// serves it, while the last test's Foos are deleted) and whenever the CRD's
+// spec changes. Until the new cache has read every Foo of the cluster from
+// etcd, each converted by the webhook, a list is answered 429 "storage is
+// (re)initializing" (KEP-4568), and client-go gives up after ten tries.
+// That wait is the API server's; any other error fails the test.
+func waitV1alpha1Listed(t *testing.T, ns string) {
+	t.Helper()
+	eventually(t, convergeTimeout, "the Foos' v1alpha1 list cache", func(ctx context.Context) (bool, error) {
+		_, err := cluster.Sample.SamplecontrollerV1alpha1().Foos(ns).List(ctx, metav1.ListOptions{})
+		switch {
+		case apierrors.IsTooManyRequests(err):
+			t.Logf("listing Foos in v1alpha1: %v", err)
+			return false, nil
+		case err != nil:
+			t.Fatalf("listing Foos in v1alpha1: %v", err)
+		}
+		return true, nil
+	})
 }
 
 // readV1alpha1Foos lists the Foos of ns in v1alpha1 and gets the first,

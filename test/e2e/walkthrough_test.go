@@ -108,7 +108,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+samplecontroller.FooCRDName+" created") {
 			t.Fatalf("kubectl create -f %s: %s", crdManifest, out)
 		}
-		kubectl(t, "wait", "--for=condition=Established", "crd/"+samplecontroller.FooCRDName, "--timeout=60s")
+		// Not kubectl wait: it fails on a CRD created a moment ago whose
+		// status has no conditions yet (".status.conditions accessor
+		// error"), where this waits.
+		waitCRDEstablished(t)
 		// The controller reads discovery once, at start.
 		waitFooAPI(t, "foos, foos/status and foos/scale, and the full schema", withSubresources)
 
