@@ -78,6 +78,7 @@ type Controller struct {
 
 	namespace string     // the one namespace the informers watch; "" for all
 	fence     writeFence // if set, holds workers back while the Lease is overdue
+	syncs     syncLimit  // if set, the replica's syncs at once, which its shards share
 }
 
 // ownedObjects are the objects of one kind a Foo owns: the registration whose steps writes.go calls, and its
@@ -96,6 +97,12 @@ type Config struct {
 	// Fence, when leader election is on, is the Lease's write fence (pkg/leader): workers wait at it while the
 	// Lease is overdue. Nil without leader election: nothing to wait for.
 	Fence writeFence
+	// Syncs, when sharded, bounds the syncs of every shard a replica holds together (pkg/sharding's Syncs): a
+	// worker waits for room before it syncs. Nil with one shard: the workers are the bound.
+	Syncs syncLimit
+	// EventObjects is how many Foos the event correlator remembers, to count an event repeated on one as one
+	// (pkg/eventrecorder); 0 for its default. Sharded, a shard's share of that default.
+	EventObjects int
 }
 
 // Events about Foos need the Foo types in client-go's scheme, added before any goroutine reads it (the webhook's
@@ -109,13 +116,20 @@ type writeFence interface {
 	WaitOpen(ctx context.Context) error
 }
 
+// syncLimit bounds the syncs running at once (pkg/sharding's Syncs).
+type syncLimit interface {
+	Acquire(ctx context.Context) error
+	Release()
+}
+
 // NewController returns a controller fed by the given informers, ready to Run, called before they start: it sets
 // what the Foo cache keeps (foocache.Transform). ownedInformers are the kinds a Foo owns with their informers
 // (desired.NewOwnedInformers of desired.Registrations), the Deployment's among them.
 func NewController(ctx context.Context, kubeclientset kubernetes.Interface, sampleclientset clientset.Interface,
 	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
-	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName)
+	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
+		config.EventObjects)
 
 	controller := &Controller{
 		kubeclientset:   kubeclientset,
@@ -127,6 +141,7 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 		recorder:        events,
 		namespace:       config.Namespace,
 		fence:           config.Fence,
+		syncs:           config.Syncs,
 	}
 	if err := fooInformer.Informer().SetTransform(foocache.Transform); err != nil {
 		return nil, err
@@ -244,6 +259,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// Wait while the leader's Lease is overdue; on shutdown, stop.
 	if c.fence != nil && c.fence.WaitOpen(ctx) != nil {
 		return false
+	}
+	// Wait while the replica's other shards use every sync it may run.
+	if c.syncs != nil {
+		if c.syncs.Acquire(ctx) != nil {
+			return false
+		}
+		defer c.syncs.Release()
 	}
 
 	start := time.Now()

@@ -75,6 +75,8 @@ type fixture struct {
 	untrimmedFoos bool
 	// fence is the controller's write fence (Config.Fence); nil for none.
 	fence writeFence
+	// syncs bounds the syncs at once (Config.Syncs); nil for none.
+	syncs syncLimit
 	// registrations are the kinds the controller owns; nil for ownsDeployments.
 	registrations []owned.Registered[*samplev1beta1.Foo]
 }
@@ -108,7 +110,7 @@ func (f *fixture) newController(ctx context.Context) {
 		f.t.Fatal(err)
 	}
 	c, err := NewController(ctx, f.kubeclient, f.client, ownedInformers, i.Samplecontroller().V1beta1().Foos(),
-		Config{Fence: f.fence})
+		Config{Fence: f.fence, Syncs: f.syncs})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
 	"github.com/kube-samples/sample-controller/pkg/conversion"
 	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
@@ -234,6 +235,8 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
 	logger.Info("Shards filtered", "by", mode)
 
+	// The replica's -workers syncs at once, shared by the shards it holds.
+	syncs := sharding.NewSyncs(o.Workers)
 	newController := func(shard sharding.Shard, fence *leader.Fence) (sharding.Controller, error) {
 		kubeClient, err := kubernetes.NewForConfig(fence.Guard(kubeCfg))
 		if err != nil {
@@ -252,7 +255,10 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 		fooInformer := foocache.NewNarrowedInformer(sampleClient, o.Namespace, o.ResyncPeriod, shard.Narrow)
 		ctx := klog.NewContext(ctx, logger.WithValues("shard", shard.String()))
 		controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer,
-			Config{Namespace: o.Namespace, Fence: fence})
+			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs,
+				// A shard's share of the Foos the correlator remembers (each of
+				// its 1.3 KB), as one replica remembers the default for all.
+				EventObjects: (eventrecorder.DefaultObjects + o.Shards - 1) / o.Shards})
 		if err != nil {
 			return nil, err
 		}

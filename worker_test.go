@@ -27,6 +27,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/sharding"
 )
 
 // The informers' initial lists and resyncs queue Foos in the backlog; a Foo
@@ -131,6 +132,73 @@ func TestWorkerWaitingAtTheFenceStopsOnShutdown(t *testing.T) {
 	cancel()
 	if f.controller.processNextWorkItem(workCtx) {
 		t.Error("processNextWorkItem went on after its context ended at the fence")
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+}
+
+// Sharded, a worker waits while the replica's other shards use every sync it
+// may run (pkg/sharding's Syncs), holding its key and writing nothing; it
+// syncs once one ends, and it gives the room back.
+func TestWorkerSyncsOnlyOnceTheReplicaHasRoomForASync(t *testing.T) {
+	f := newFixture(t)
+	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
+	_, ctx := ktesting.NewTestContext(t)
+	syncs := sharding.NewSyncs(1)
+	f.syncs = syncs
+	f.newController(ctx)
+	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
+	// Another shard's worker syncs.
+	if err := syncs.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	processed := make(chan bool)
+	go func() { processed <- f.controller.processNextWorkItem(ctx) }()
+	select {
+	case <-processed:
+		t.Fatal("the worker synced while the replica's one sync was in use")
+	case <-time.After(200 * time.Millisecond):
+	}
+	f.expectKubeWrites()
+	f.expectFooWrites()
+
+	syncs.Release()
+	select {
+	case ok := <-processed:
+		if !ok {
+			t.Fatal("processNextWorkItem reported a shutdown")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not sync once the other sync ended")
+	}
+	f.expectKubeWrites("create deployments test-deployment")
+	f.expectFooWrites("patch foos/status test application/json-patch+json")
+	acquired, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := syncs.Acquire(acquired); err != nil {
+		t.Fatalf("the worker kept the replica's sync after its sync: %v", err)
+	}
+}
+
+// A worker waiting for room for a sync when shutdown ends its grace period
+// stops without syncing.
+func TestWorkerWaitingForRoomForASyncStopsOnShutdown(t *testing.T) {
+	f := newFixture(t)
+	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
+	_, ctx := ktesting.NewTestContext(t)
+	syncs := sharding.NewSyncs(1)
+	if err := syncs.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.syncs = syncs
+	f.newController(ctx)
+	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
+
+	workCtx, cancel := context.WithCancel(ctx)
+	cancel()
+	if f.controller.processNextWorkItem(workCtx) {
+		t.Error("processNextWorkItem went on after its context ended waiting for room")
 	}
 	f.expectKubeWrites()
 	f.expectFooWrites()

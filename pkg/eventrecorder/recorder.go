@@ -31,6 +31,10 @@ limitations under the License.
 //
 // Everything else is client-go's: building the event, the correlator that
 // counts repeats on one object rather than create them again, the retries.
+// The correlator remembers the last objects it saw, DefaultObjects unless
+// told fewer: the controller of a shard remembers its share, so that a
+// replica holding some of many shards remembers no more than one replica
+// of one shard does.
 package eventrecorder
 
 import (
@@ -53,6 +57,11 @@ import (
 // maxWaiting bounds the events of one type recorded and not yet taken by the
 // writer: client-go's queue length, so that its queue never drops one.
 const maxWaiting = 1000
+
+// DefaultObjects is how many objects a correlator remembers unless told:
+// client-go's own default (record's maxLruCacheEntries). Each takes about
+// 1.3 KB (docs/performance.md, Sharded).
+const DefaultObjects = 4096
 
 // Interface is what a Recorder does, for those that hold one: record
 // events, and at Shutdown write those still waiting, for at most timeout.
@@ -87,8 +96,11 @@ type lane struct {
 }
 
 // New returns a Recorder writing events about objects of scheme, as
-// component, to the Events of client.
-func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string) *Recorder {
+// component, to the Events of client, whose correlators remember the last
+// objects of each type of event (DefaultObjects when 0).
+func New(
+	ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, objects int,
+) *Recorder {
 	// Not record.WithContext(ctx): the broadcasters must outlive ctx to
 	// write the events of the syncs finished during shutdown.
 	ctx = context.WithoutCancel(ctx)
@@ -96,13 +108,13 @@ func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.S
 	return &Recorder{
 		scheme:   scheme,
 		logger:   klog.FromContext(ctx),
-		warnings: newLane(ctx, corev1.EventTypeWarning, sink, scheme, component),
-		normals:  newLane(ctx, corev1.EventTypeNormal, sink, scheme, component),
+		warnings: newLane(ctx, corev1.EventTypeWarning, sink, scheme, component, objects),
+		normals:  newLane(ctx, corev1.EventTypeNormal, sink, scheme, component, objects),
 	}
 }
 
 func newLane(
-	ctx context.Context, eventType string, sink record.EventSink, scheme *runtime.Scheme, component string,
+	ctx context.Context, eventType string, sink record.EventSink, scheme *runtime.Scheme, component string, objects int,
 ) *lane {
 	l := &lane{eventType: eventType}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
@@ -112,6 +124,7 @@ func newLane(
 			l.waiting.Add(-1)
 			return record.EventAggregatorByReasonFunc(event)
 		},
+		LRUCacheSize: objects,
 	}))
 	l.broadcaster.StartStructuredLogging(4)
 	l.broadcaster.StartRecordingToSink(&countingSink{EventSink: sink, writing: &l.writing})

@@ -19,6 +19,8 @@ package eventrecorder
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +130,7 @@ func (s *eventServer) waitWritten(t *testing.T, n int) []*corev1.Event {
 func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
-	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName)
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0)
 	normalBefore, warningBefore := droppedEvents(t, corev1.EventTypeNormal), droppedEvents(t, corev1.EventTypeWarning)
 
 	// One Foo per event: the correlator holds back repeats on one object,
@@ -174,7 +176,7 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
 	close(server.release)
-	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName)
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0)
 	recorder.Event(testfixtures.NewFoo("a", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "one")
 	recorder.Event(testfixtures.NewFoo("b", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "two")
 	recorder.Shutdown(ctx, 10*time.Second)
@@ -187,6 +189,51 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 	recorder.Event(testfixtures.NewFoo("c", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "late")
 	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
 		t.Errorf("%v events recorded after shutdown counted as dropped, want 1", got)
+	}
+}
+
+// The correlator counts an event repeated on a Foo it remembers as one
+// (a PATCH of its count), and one repeated on a Foo it has forgotten, when
+// it remembers fewer than it has seen since, as new (a create).
+func TestCorrelatorRemembersAsManyFoosAsItIsTold(t *testing.T) {
+	for _, tc := range []struct {
+		objects int
+		want    []string
+	}{
+		{objects: 2, want: []string{"create a", "create b", "patch a"}},
+		{objects: 1, want: []string{"create a", "create b", "create a"}},
+	} {
+		t.Run(fmt.Sprintf("%d_objects", tc.objects), func(t *testing.T) {
+			ctx := testContext(t)
+			if err := samplescheme.AddToScheme(scheme.Scheme); err != nil {
+				t.Fatal(err)
+			}
+			client := fake.NewClientset()
+			recorder := New(ctx, client.CoreV1(), scheme.Scheme, samplecontroller.ControllerName, tc.objects)
+			// One writer correlates and writes them in this order.
+			for _, name := range []string{"a", "b", "a"} {
+				recorder.Event(testfixtures.NewFoo(name, 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "synced")
+			}
+			recorder.Shutdown(ctx, 10*time.Second)
+			actions := client.Actions()
+			got := make([]string, 0, len(actions))
+			for _, action := range actions {
+				var event *corev1.Event
+				switch a := action.(type) {
+				case core.CreateAction:
+					event = a.GetObject().(*corev1.Event)
+				case core.PatchAction:
+					event = &corev1.Event{}
+					event.Name = a.GetName()
+				default:
+					continue
+				}
+				got = append(got, action.GetVerb()+" "+strings.SplitN(event.Name, ".", 2)[0])
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("events written: %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -80,7 +80,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.Namespace, "namespace", metav1.NamespaceAll,
 		"Watch Foos (and manage Deployments) in this namespace only. Default: all namespaces.")
 	fs.IntVar(&o.Workers, "workers", 8,
-		"Number of Foos synced in parallel, in each shard this replica holds. At least 1.")
+		"Number of Foos synced in parallel by this replica, shared by the shards it holds. At least 1.")
 	fs.IntVar(&o.Shards, "shards", 1,
 		"Split the Foos into this many shards by a hash of their namespace, held by the replicas through a Lease "+
 			"each, so that every replica reconciles its share; the API server filters each replica's lists and "+
