@@ -117,24 +117,41 @@ func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
 	f.expectFooWrites("patch foos/status test application/json-patch+json")
 }
 
-// A worker waiting at a closed fence when shutdown ends its grace period
-// stops without syncing.
-func TestWorkerWaitingAtTheFenceStopsOnShutdown(t *testing.T) {
-	f := newFixture(t)
-	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
-	_, ctx := ktesting.NewTestContext(t)
-	g := &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
-	f.fence = g
-	f.newController(ctx)
-	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
+// A worker waiting at a closed fence, or for room for a sync, when shutdown
+// ends its grace period stops without syncing.
+func TestWaitingWorkerStopsOnShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		at   string
+		wait func(t *testing.T, f *fixture)
+	}{
+		{"at the fence", func(_ *testing.T, f *fixture) {
+			f.fence = &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
+		}},
+		{"for room for a sync", func(t *testing.T, f *fixture) {
+			syncs := sharding.NewSyncs(1)
+			if err := syncs.Acquire(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			f.syncs = syncs
+		}},
+	} {
+		t.Run(tc.at, func(t *testing.T) {
+			f := newFixture(t)
+			f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
+			_, ctx := ktesting.NewTestContext(t)
+			tc.wait(t, f)
+			f.newController(ctx)
+			f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
 
-	workCtx, cancel := context.WithCancel(ctx)
-	cancel()
-	if f.controller.processNextWorkItem(workCtx) {
-		t.Error("processNextWorkItem went on after its context ended at the fence")
+			workCtx, cancel := context.WithCancel(ctx)
+			cancel()
+			if f.controller.processNextWorkItem(workCtx) {
+				t.Errorf("processNextWorkItem went on after its context ended %s", tc.at)
+			}
+			f.expectKubeWrites()
+			f.expectFooWrites()
+		})
 	}
-	f.expectKubeWrites()
-	f.expectFooWrites()
 }
 
 // Sharded, a worker waits while the replica's other shards use every sync it
@@ -179,27 +196,4 @@ func TestWorkerSyncsOnlyOnceTheReplicaHasRoomForASync(t *testing.T) {
 	if err := syncs.Acquire(acquired); err != nil {
 		t.Fatalf("the worker kept the replica's sync after its sync: %v", err)
 	}
-}
-
-// A worker waiting for room for a sync when shutdown ends its grace period
-// stops without syncing.
-func TestWorkerWaitingForRoomForASyncStopsOnShutdown(t *testing.T) {
-	f := newFixture(t)
-	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
-	_, ctx := ktesting.NewTestContext(t)
-	syncs := sharding.NewSyncs(1)
-	if err := syncs.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f.syncs = syncs
-	f.newController(ctx)
-	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
-
-	workCtx, cancel := context.WithCancel(ctx)
-	cancel()
-	if f.controller.processNextWorkItem(workCtx) {
-		t.Error("processNextWorkItem went on after its context ended waiting for room")
-	}
-	f.expectKubeWrites()
-	f.expectFooWrites()
 }
