@@ -256,8 +256,8 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 		ctx := klog.NewContext(ctx, logger.WithValues("shard", shard.String()))
 		controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer,
 			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs,
-				// A shard's share of the Foos the correlator remembers (each of
-				// its 1.3 KB), as one replica remembers the default for all.
+				// A shard's share of the Foos the correlator remembers, as one
+				// replica remembers the default for all.
 				EventObjects: (eventrecorder.DefaultObjects + o.Shards - 1) / o.Shards})
 		if err != nil {
 			return nil, err

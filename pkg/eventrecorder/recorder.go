@@ -59,8 +59,8 @@ import (
 const maxWaiting = 1000
 
 // DefaultObjects is how many objects a correlator remembers unless told:
-// client-go's own default (record's maxLruCacheEntries). Each takes about
-// 1.3 KB (docs/performance.md, Sharded).
+// client-go's own default (record's maxLruCacheEntries). What each costs is
+// in docs/performance.md, Sharded.
 const DefaultObjects = 4096
 
 // Interface is what a Recorder does, for those that hold one: record

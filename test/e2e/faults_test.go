@@ -60,10 +60,10 @@ const (
 	throttledWorkers = 8
 	// rideThroughRenewDeadline is the renew deadline of the leader that
 	// rides through a killed kube-apiserver or etcd: longer than any
-	// restart of a working API server, however loaded the machine (one
-	// took 89 s to serve again at a make test's peak, against the 90 s
-	// this was). The leader never waits it out when the outage is shorter,
-	// so it costs the scenarios nothing.
+	// restart of a working API server, however loaded the machine
+	// (docs/failure-modes.md, Measured results). A total, but one only a
+	// broken API server misses; the leader never waits it out when the
+	// outage is shorter, so it costs the scenarios nothing.
 	rideThroughRenewDeadline = 5 * time.Minute
 )
 
