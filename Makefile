@@ -75,27 +75,35 @@ build:
 # contract does not start late and run alone at the end, the CPU partly
 # idle (what each order cost: docs/performance.md, make test). The minors
 # between are make e2e-minors' (TEST_CONTRACT_MINORS), and the race
-# detector is make race's (below).
+# detector is make race's (below). Each step runs as step-<target>
+# (hack/step.sh), its output kept in _output/steps; make test ends by
+# printing the last lines of each that failed, which the other lane's
+# output may have buried since.
 test:
-	$(MAKE) -j2 e2e contract-and-fillers CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)"
+	rm -rf _output/steps
+	$(MAKE) -j2 e2e contract-and-fillers CONTRACT_MINORS="$(TEST_CONTRACT_MINORS)" || { hack/step.sh -report; exit 1; }
+
+# A step of make test: make <target>, through hack/step.sh.
+step-%:
+	hack/step.sh $* $(MAKE) $*
 
 # make test's second lane. Each step of two jobs is a make of its own (-j2
 # resets the jobserver it was given), as the first lane holds one of make
 # test's two.
 .PHONY: contract-and-fillers fillers
 contract-and-fillers:
-	nice -n 5 $(MAKE) tools-minors
-	nice -n 5 $(MAKE) -j2 e2e-minors fillers
-	nice -n 5 $(MAKE) monitoring
+	nice -n 5 $(MAKE) step-tools-minors
+	nice -n 5 $(MAKE) -j2 step-e2e-minors fillers
+	nice -n 5 $(MAKE) step-monitoring
 
 # make verify, make unit and TEMPLATE_CHECKS, five steps further down in
 # priority than the make that runs them, two at a time.
 fillers:
-	nice -n 5 $(MAKE) -j2 verify unit $(TEMPLATE_CHECKS)
+	nice -n 5 $(MAKE) -j2 step-verify step-unit $(addprefix step-,$(TEMPLATE_CHECKS))
 
 ## unit: fast loop: the unit tests (fake clientsets), as make test runs them.
 unit:
-	$(GO_TEST) ./...
+	$(GO_TEST) ./... 2>&1 | hack/summarize-failures.sh
 
 ## race: the unit tests with the race detector: run it when a change touches goroutines or what they share.
 # Not part of make test, as make fuzz is not. -race compiles every package
@@ -184,7 +192,7 @@ E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvari
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
 e2e: control-plane-and-real-node
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/
-	$(MAKE) -k -j2 e2e-own-control-planes e2e-suite
+	$(MAKE) -k -j2 step-e2e-own-control-planes step-e2e-suite
 
 .PHONY: e2e-own-control-planes e2e-suite
 e2e-own-control-planes:
@@ -388,13 +396,15 @@ new-controller-check: control-plane $(GOLANGCI_LINT) $(HELM)
 	  -group policies.example.com -kind Policy $(NEW_CONTROLLER_DIR); \
 	mkdir -p $(NEW_CONTROLLER_DIR)/_output; ln -s $(CURDIR)/_output/bin $(NEW_CONTROLLER_DIR)/_output/bin; \
 	(cd $(NEW_CONTROLLER_DIR) && \
-	  phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/); \
+	  phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^TestReadmeWalkthrough$$' ./test/e2e/ 2>&1 \
+	    | $(CURDIR)/hack/summarize-failures.sh); \
 	for recipe in $(RECIPES); do phase git apply --directory=$(NEW_CONTROLLER_DIR) $(NEW_CONTROLLER_DIR)/$$recipe; done; \
 	cd $(NEW_CONTROLLER_DIR); \
 	phase hack/update-codegen.sh; \
 	phase _output/bin/golangci-lint run ./...; \
-	phase $(GO_TEST) ./...; \
-	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^($(RECIPE_TESTS)|$(CHART_TESTS))$$' ./test/e2e/
+	phase $(GO_TEST) ./... 2>&1 | $(CURDIR)/hack/summarize-failures.sh; \
+	phase $(GO_TEST) -tags e2e -v -timeout $(E2E_TIMEOUT) -run '^($(RECIPE_TESTS)|$(CHART_TESTS))$$' ./test/e2e/ 2>&1 \
+	  | $(CURDIR)/hack/summarize-failures.sh
 # new-controller:template-only:end
 
 ## clean: remove all build output (_output), kwokctl clusters included: delete running ones first (README, Cleanup).

@@ -13,13 +13,15 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-# Passes the output of go test -v through, each line after PREFIX (the
+# Passes the output of go test through, each line after PREFIX (the
 # first argument, if any), and ends it with the tests that failed, each
-# with its last log lines: the reason a test failed is printed when it
-# fails, maybe an hour and thousands of lines before the end of a run that
-# a CI log shows the tail of.
+# with its last log lines, and the packages that failed: the reason a test
+# failed is printed when it fails, maybe an hour and thousands of lines
+# before the end of a run that a CI log shows the tail of. With -v, a
+# test's log lines come before its --- FAIL line; without, after it.
 #
 #   go test -v ./test/e2e/ 2>&1 | hack/summarize-failures.sh '[1.35] '
+#   go test ./... 2>&1 | hack/summarize-failures.sh
 #
 # It exits 0: the status is go test's (make's shells run with pipefail).
 set -o errexit -o nounset -o pipefail
@@ -31,12 +33,21 @@ exec awk -v prefix="${1:-}" -v keep=8 '
 /^=== (RUN|CONT|NAME) / { test = $3 }
 # A test log line, "    file_test.go:12: ...": the last few of each test kept.
 /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / { n = ++count[test]; logged[test, n] = $0; delete logged[test, n - keep] }
+# Without -v, the indented lines after a --- FAIL line are what it logged.
+after_fail && /^[ \t]/ && !/^ *--- / {
+	if (++after_fail <= keep) { summary = summary prefix "  " substr($0, 1, 300) "\n" }
+	next
+}
+{ after_fail = 0 }
 /^ *--- FAIL: / {
 	summary = summary prefix $0 "\n"
 	name = $3
 	for (i = count[name] - keep + 1; i <= count[name]; i++) {
 		if ((name, i) in logged) { summary = summary prefix "  " substr(logged[name, i], 1, 300) "\n" }
 	}
+	after_fail = 1
 }
+# A package or build that failed, and a panic (as a test binary times out).
+/^FAIL\t|^panic: / { summary = summary prefix substr($0, 1, 300) "\n" }
 END { if (summary != "") { printf "%sFailed:\n%s", prefix, summary } }
 '
