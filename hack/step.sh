@@ -40,7 +40,7 @@ if [[ "${1:-}" == -report ]]; then
 	fi
 	for log in "${failed[@]}"; do
 		step="$(basename "${log}" .failed)"
-		echo "make test: ${step} failed; its last lines (all of them: ${log#"${PWD}"/}):"
+		echo "make test: ${step} failed; its last lines (all of them: _output/steps/${step}.failed):"
 		tail -n "${REPORT_LINES}" "${log}" | cut -c 1-300
 	done
 	exit 0
