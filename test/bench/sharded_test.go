@@ -37,6 +37,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/metrics"
+	"github.com/kube-samples/sample-controller/pkg/sharding"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -64,9 +65,11 @@ type shardedConfig struct {
 
 // replicaFigures is one replica's memory in a run, in KiB: its peak with no
 // Foos at all (a run of its own before the Foos exist), its peak over the
-// cold start, and its resident set at rest after it.
+// cold start, and its resident set at rest after it; and what that memory
+// is, with no Foos and at rest.
 type replicaFigures struct {
 	idlePeak, peak, atRest int64
+	idle, rest             memoryParts
 	shardsHeld             float64
 	foosCached             float64
 }
@@ -74,6 +77,33 @@ type replicaFigures struct {
 // growthKiB is the memory that grows with the Foos: the peak less the peak
 // of the same replica with none.
 func (r replicaFigures) growthKiB() int64 { return r.peak - r.idlePeak }
+
+// memoryParts is what a replica's resident set holds, in KiB: anonymous
+// memory (the Go heap, its free and unused spans, stacks, the runtime's
+// own) and file-backed pages (the binary's code and data, read in as they
+// are first run); and, from the replica's own metrics, the live Go heap
+// at its last collection and the heap size the next one is due at.
+type memoryParts struct {
+	anon, file, heapLive, heapGoal int64
+}
+
+// readMemoryParts reads ctrl's memoryParts now. A replica's resident set
+// does not shrink between its peak and its rest (the Go runtime keeps
+// what it freed for a while), so at rest these parts are those of the peak.
+func (b *bench) readMemoryParts(ctrl *framework.Controller) memoryParts {
+	var m memoryParts
+	var err error
+	if m.anon, err = statusKiB(ctrl.Pid(), "RssAnon:"); err != nil {
+		b.t.Fatal(err)
+	}
+	if m.file, err = statusKiB(ctrl.Pid(), "RssFile:"); err != nil {
+		b.t.Fatal(err)
+	}
+	samples := b.scrapeController(ctrl)
+	m.heapLive = int64(framework.Sum(samples, "go_gc_heap_live_bytes", nil)) / 1024
+	m.heapGoal = int64(framework.Sum(samples, "go_gc_heap_goal_bytes", nil)) / 1024
+	return m
+}
 
 func TestShardedBenchmark(t *testing.T) {
 	n := shardedFoos
@@ -87,7 +117,7 @@ func TestShardedBenchmark(t *testing.T) {
 	configs := []shardedConfig{{"one replica", 1, 1}, {"three replicas", 3, benchShards}}
 	var single []replicaFigures
 	for i, c := range configs {
-		idle := b.idlePeaks(c)
+		idle := b.idleFigures(c)
 		last := i == len(configs)-1
 		converged, ready, figures := b.shardedColdStart(c, fmt.Sprintf("sharded-%d", i), n, idle, !last)
 		if i == 0 {
@@ -97,6 +127,10 @@ func TestShardedBenchmark(t *testing.T) {
 			b.report("%s, replica %d: %.0f shards held, %.0f Foos cached (%.0f %%); RSS peak %.1f MiB with no Foos, %.1f MiB over the cold start (+%.1f MiB: %.0f %% of one replica's), %.1f MiB at rest",
 				c.name, j, r.shardsHeld, r.foosCached, 100*r.foosCached/float64(n), mib(r.idlePeak), mib(r.peak), mib(r.growthKiB()),
 				100*float64(r.growthKiB())/float64(single[0].growthKiB()), mib(r.atRest))
+			b.report("%s, replica %d, from no Foos to at rest: anonymous %.1f to %.1f MiB, file-backed %.1f to %.1f MiB; Go heap live %.1f to %.1f MiB (%.0f %% of one replica's growth), next collection due at %.1f to %.1f MiB",
+				c.name, j, mib(r.idle.anon), mib(r.rest.anon), mib(r.idle.file), mib(r.rest.file), mib(r.idle.heapLive), mib(r.rest.heapLive),
+				100*float64(r.rest.heapLive-r.idle.heapLive)/float64(single[0].rest.heapLive-single[0].idle.heapLive),
+				mib(r.idle.heapGoal), mib(r.rest.heapGoal))
 		}
 		b.report("%s (-shards=%d): every Foo converged %.1fs, Ready %.1fs after the replicas started",
 			c.name, c.shards, converged.Seconds(), ready.Seconds())
@@ -145,34 +179,35 @@ func (b *bench) startReplicas(c shardedConfig, name string) []*framework.Control
 	return ctrls
 }
 
-// idlePeaks runs c's replicas with no Foos until they work and their
-// caches are synced, and returns each one's peak RSS: what the Foos add
-// is measured from there.
-func (b *bench) idlePeaks(c shardedConfig) []int64 {
+// idleFigures runs c's replicas with no Foos until they work and their
+// caches are synced, and returns each one's peak RSS and its parts: what
+// the Foos add is measured from there.
+func (b *bench) idleFigures(c shardedConfig) []replicaFigures {
 	ctrls := b.startReplicas(c, "idle-"+strings.ReplaceAll(c.name, " ", "-"))
-	peaks := make([]int64, len(ctrls))
+	figures := make([]replicaFigures, len(ctrls))
 	for _, ctrl := range ctrls {
 		b.waitReadyz(ctrl)
 	}
 	for i, ctrl := range ctrls {
 		var err error
-		if peaks[i], err = peakRSSKiB(ctrl.Pid()); err != nil {
+		if figures[i].idlePeak, err = peakRSSKiB(ctrl.Pid()); err != nil {
 			b.t.Fatal(err)
 		}
+		figures[i].idle = b.readMemoryParts(ctrl)
 	}
 	for _, ctrl := range ctrls {
 		b.stopController(ctrl)
 	}
-	return peaks
+	return figures
 }
 
 // shardedColdStart creates n Foos over shardedNamespaces namespaces named
 // <i>-prefix, with no controller running, starts c's replicas, and returns
 // when every Foo converged and was Ready, counted from their start, and
-// each replica's figures once its syncs stood still; then it stops them,
-// and removes the namespaces if asked: minutes at 10,000 Foos, not needed
-// after the last run.
-func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []int64, remove bool) (toConverge,
+// each replica's figures, idle's completed, once its syncs stood still;
+// then it stops them, and removes the namespaces if asked: minutes at
+// 10,000 Foos, not needed after the last run.
+func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []replicaFigures, remove bool) (toConverge,
 	toReady time.Duration, figures []replicaFigures) {
 	nss := make([]string, shardedNamespaces)
 	for i := range nss {
@@ -182,6 +217,9 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 		// end share a shard (docs/operations.md, Sharding).
 		nss[i] = fmt.Sprintf("%03d-%s", i, prefix)
 		b.createNamespace(nss[i])
+	}
+	if c.shards > 1 {
+		b.report("%s: the Foos of each of the %d shards, in order: %v", c.name, c.shards, foosByShard(nss, n, c.shards))
 	}
 	t := b.newTracker(metav1.NamespaceAll)
 	defer t.stop()
@@ -215,7 +253,8 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 		b.t.Fatalf("%s: the replicas still synced Foos %v after every Foo was Ready", prefix, runLimit(n))
 	}
 	for i, ctrl := range ctrls {
-		r := replicaFigures{idlePeak: idle[i]}
+		r := idle[i]
+		r.rest = b.readMemoryParts(ctrl)
 		if r.peak, err = peakRSSKiB(ctrl.Pid()); err != nil {
 			b.t.Fatal(err)
 		}
@@ -243,4 +282,15 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []i
 		b.waitNamespaceGone(ns, n/len(nss))
 	}
 	return toConverge, toReady, figures
+}
+
+// foosByShard counts the Foos each of count shards holds when n Foos are
+// spread evenly over namespaces, as shardedColdStart spreads them: a
+// replica's share of the Foos is the sum over the shards it holds.
+func foosByShard(namespaces []string, n, count int) []int {
+	foos := make([]int, count)
+	for i := range n {
+		foos[sharding.Of(namespaces[i%len(namespaces)], count).Index]++
+	}
+	return foos
 }
