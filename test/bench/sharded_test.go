@@ -88,8 +88,8 @@ type memoryParts struct {
 }
 
 // readMemoryParts reads ctrl's memoryParts now. A replica's resident set
-// does not shrink between its peak and its rest (the Go runtime keeps
-// what it freed for a while), so at rest these parts are those of the peak.
+// at rest is its peak or within a few MiB of it (the Go runtime returns
+// what it freed slowly), so the parts at rest are nearly those of the peak.
 func (b *bench) readMemoryParts(ctrl *framework.Controller) memoryParts {
 	var m memoryParts
 	var err error
