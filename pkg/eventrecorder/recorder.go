@@ -59,8 +59,7 @@ import (
 const maxWaiting = 1000
 
 // DefaultObjects is how many objects a correlator remembers unless told:
-// client-go's own default (record's maxLruCacheEntries). What each costs is
-// in docs/performance.md, Sharded.
+// client-go's own default (record's maxLruCacheEntries).
 const DefaultObjects = 4096
 
 // Interface is what a Recorder does, for those that hold one: record

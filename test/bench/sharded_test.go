@@ -20,10 +20,11 @@ package bench
 
 // The sharded bench ("make bench-sharded"): what sharding buys. N Foos
 // spread over namespaces, reconciled from a cold start by one replica (the
-// default, -shards=1) and then by three sharing -shards=16, the API server
-// filtering their lists and watches. docs/performance.md holds the results
-// and the target: a sharded replica's memory that grows with the Foos is
-// at most 40 % of the single replica's, and the three converge no slower.
+// default, -shards=1) and then by three sharing -shards=16 (or
+// BENCH_SHARDED_SHARDS), the API server filtering their lists and
+// watches. docs/performance.md holds the results and the target: a sharded
+// replica's memory that grows with the Foos is at most 40 % of the single
+// replica's, and the three converge no slower.
 
 import (
 	"context"
@@ -47,11 +48,12 @@ var (
 	// shardedNamespaces is BENCH_SHARDED_NAMESPACES, the namespaces they
 	// are spread over: the shards split namespaces, so a run needs many.
 	shardedNamespaces = envInt("BENCH_SHARDED_NAMESPACES", 100)
+	// shardedShards is BENCH_SHARDED_SHARDS, the three replicas' -shards:
+	// by default the end-to-end test's.
+	shardedShards = envInt("BENCH_SHARDED_SHARDS", 16)
 )
 
 const (
-	// benchShards is the sharded run's -shards, as the end-to-end test's.
-	benchShards = 16
 	// benchLeaseNamespace holds the replicas' Leases.
 	benchLeaseNamespace = "bench-leases"
 )
@@ -114,7 +116,7 @@ func TestShardedBenchmark(t *testing.T) {
 	}
 	began := time.Now()
 	b.report("sharded: %d Foos in %d namespaces, Kubernetes %s", n, shardedNamespaces, b.cluster.KubernetesVersion)
-	configs := []shardedConfig{{"one replica", 1, 1}, {"three replicas", 3, benchShards}}
+	configs := []shardedConfig{{"one replica", 1, 1}, {"three replicas", 3, shardedShards}}
 	var single []replicaFigures
 	for i, c := range configs {
 		idle := b.idleFigures(c)
