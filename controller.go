@@ -103,6 +103,9 @@ type Config struct {
 	// EventObjects is how many Foos the event correlator remembers, to count an event repeated on one as one
 	// (pkg/eventrecorder); 0 for its default. Sharded, a shard's share of that default.
 	EventObjects int
+	// EventBacklog, when sharded, bounds the events waiting to be written of every shard a replica holds together,
+	// as the writer of one shard bounds its own. Nil with one shard.
+	EventBacklog *eventrecorder.Backlog
 }
 
 // Events about Foos need the Foo types in client-go's scheme, added before any goroutine reads it (the webhook's
@@ -129,7 +132,7 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
-		config.EventObjects)
+		config.EventObjects, config.EventBacklog)
 
 	controller := &Controller{
 		kubeclientset:   kubeclientset,

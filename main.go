@@ -235,8 +235,8 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
 	logger.Info("Shards filtered", "by", mode)
 
-	// The replica's -workers syncs at once, shared by the shards it holds.
-	syncs := sharding.NewSyncs(o.Workers)
+	// The replica's -workers syncs at once, and its events waiting to be written, shared by the shards it holds.
+	syncs, eventBacklog := sharding.NewSyncs(o.Workers), eventrecorder.NewBacklog()
 	newController := func(shard sharding.Shard, fence *leader.Fence) (sharding.Controller, error) {
 		kubeClient, err := kubernetes.NewForConfig(fence.Guard(kubeCfg))
 		if err != nil {
@@ -258,7 +258,7 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs,
 				// A shard's share of the Foos the correlator remembers, as one
 				// replica remembers the default for all.
-				EventObjects: (eventrecorder.DefaultObjects + o.Shards - 1) / o.Shards})
+				EventObjects: (eventrecorder.DefaultObjects + o.Shards - 1) / o.Shards, EventBacklog: eventBacklog})
 		if err != nil {
 			return nil, err
 		}

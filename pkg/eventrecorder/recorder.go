@@ -25,7 +25,10 @@ limitations under the License.
 // and Normal events wait apart, so a burst of Normal events cannot crowd out
 // a Warning; each kind admits at most maxWaiting events waiting to be
 // written, so client-go's queue never overflows and every drop is ours,
-// counted in samplecontroller_events_dropped_total{type}. Shutdown, called
+// counted in samplecontroller_events_dropped_total{type}. The Recorders of
+// a replica's shards share that bound (a Backlog), for in a cold start every
+// shard's writer falls behind at once: a replica holding many shards holds
+// no more events in memory than one replica of one shard. Shutdown, called
 // once the workers stopped, waits for the events already recorded (those of
 // the last syncs among them) before it shuts the broadcasters down.
 //
@@ -55,8 +58,18 @@ import (
 )
 
 // maxWaiting bounds the events of one type recorded and not yet taken by the
-// writer: client-go's queue length, so that its queue never drops one.
+// writers of a Backlog: client-go's queue length, so that its queue never
+// drops one.
 const maxWaiting = 1000
+
+// Backlog counts the events of each type recorded and not yet taken by their
+// writers, over the Recorders that share it, and holds them to maxWaiting.
+type Backlog struct {
+	warnings, normals atomic.Int64
+}
+
+// NewBacklog returns a Backlog to share among Recorders.
+func NewBacklog() *Backlog { return &Backlog{} }
 
 // DefaultObjects is how many objects a correlator remembers unless told:
 // client-go's own default (record's maxLruCacheEntries).
@@ -92,35 +105,42 @@ type lane struct {
 	// waiting counts the events recorded that the writer has not taken
 	// yet; writing counts the writes to the API server in progress.
 	waiting, writing atomic.Int64
+	// backlog counts those of every lane of its type that shares it.
+	backlog *atomic.Int64
 }
 
 // New returns a Recorder writing events about objects of scheme, as
 // component, to the Events of client, whose correlators remember the last
-// objects of each type of event (DefaultObjects when 0).
-func New(
-	ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, objects int,
+// objects of each type of event (DefaultObjects when 0), and whose events
+// waiting count in backlog (nil: one of its own).
+func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, objects int,
+	backlog *Backlog,
 ) *Recorder {
 	// Not record.WithContext(ctx): the broadcasters must outlive ctx to
 	// write the events of the syncs finished during shutdown.
 	ctx = context.WithoutCancel(ctx)
+	if backlog == nil {
+		backlog = NewBacklog()
+	}
 	sink := &typedcorev1.EventSinkImpl{Interface: client.Events("")}
 	return &Recorder{
 		scheme:   scheme,
 		logger:   klog.FromContext(ctx),
-		warnings: newLane(ctx, corev1.EventTypeWarning, sink, scheme, component, objects),
-		normals:  newLane(ctx, corev1.EventTypeNormal, sink, scheme, component, objects),
+		warnings: newLane(ctx, corev1.EventTypeWarning, &backlog.warnings, sink, scheme, component, objects),
+		normals:  newLane(ctx, corev1.EventTypeNormal, &backlog.normals, sink, scheme, component, objects),
 	}
 }
 
-func newLane(
-	ctx context.Context, eventType string, sink record.EventSink, scheme *runtime.Scheme, component string, objects int,
+func newLane(ctx context.Context, eventType string, backlog *atomic.Int64, sink record.EventSink, scheme *runtime.Scheme,
+	component string, objects int,
 ) *lane {
-	l := &lane{eventType: eventType}
+	l := &lane{eventType: eventType, backlog: backlog}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// The correlator sees each event the writer takes, once, first
 		// thing: the event no longer waits.
 		KeyFunc: func(event *corev1.Event) (string, string) {
 			l.waiting.Add(-1)
+			l.backlog.Add(-1)
 			return record.EventAggregatorByReasonFunc(event)
 		},
 		LRUCacheSize: objects,
@@ -142,8 +162,8 @@ func (r *Recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt s
 }
 
 // AnnotatedEventf records the event on the broadcaster of its type, or
-// drops and counts it when maxWaiting events of that type wait already, or
-// once Shutdown began.
+// drops and counts it when maxWaiting events of that type wait already in
+// the Backlog, or once Shutdown began.
 func (r *Recorder) AnnotatedEventf(
 	object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{},
 ) {
@@ -164,13 +184,14 @@ func (r *Recorder) AnnotatedEventf(
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.waiting.Add(1) > maxWaiting {
+	if l.closed || l.backlog.Add(1) > maxWaiting {
 		if !l.closed {
-			l.waiting.Add(-1)
+			l.backlog.Add(-1)
 		}
 		metrics.EventsDropped.WithLabelValues(eventtype).Inc()
 		return
 	}
+	l.waiting.Add(1)
 	l.recorder.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
 }
 

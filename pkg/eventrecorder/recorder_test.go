@@ -130,7 +130,7 @@ func (s *eventServer) waitWritten(t *testing.T, n int) []*corev1.Event {
 func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
-	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0)
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, nil)
 	normalBefore, warningBefore := droppedEvents(t, corev1.EventTypeNormal), droppedEvents(t, corev1.EventTypeWarning)
 
 	// One Foo per event: the correlator holds back repeats on one object,
@@ -169,6 +169,54 @@ func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 	}
 }
 
+// Recorders sharing a Backlog, as the shards of a replica do, hold
+// maxWaiting events of a type between them, not each: while the API server
+// holds each one's first Normal event, 600 wait in one and 400 in the other,
+// and the next is dropped and counted.
+func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
+	ctx := testContext(t)
+	server := newEventServer(t)
+	backlog := NewBacklog()
+	recorders := []*Recorder{
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog),
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog),
+	}
+	before := droppedEvents(t, corev1.EventTypeNormal)
+	for i, recorder := range recorders {
+		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("held-%d", i), 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "held %d", i)
+		select {
+		case <-server.blocked:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the first Normal event of recorder %d did not reach the API server within 10 s", i)
+		}
+	}
+	for i, n := range []int{600, 401} {
+		for j := range n {
+			recorders[i].Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%d-%04d", i, j), 1), corev1.EventTypeNormal,
+				samplecontroller.ReasonSynced, "recorder %d event %d", i, j)
+		}
+	}
+	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
+		t.Errorf("%v Normal events counted as dropped, want 1 (the 1001st waiting of the two)", got)
+	}
+
+	close(server.release)
+	for _, recorder := range recorders {
+		recorder.Shutdown(ctx, 30*time.Second)
+	}
+	var messages []string
+	for _, event := range server.written() {
+		messages = append(messages, event.Message)
+	}
+	if len(messages) != 1002 {
+		t.Fatalf("%d events written, want 1002: the two held and the next 1000", len(messages))
+	}
+	if !slices.Contains(messages, "recorder 1 event 399") || slices.Contains(messages, "recorder 1 event 400") {
+		t.Errorf("events written: recorder 1's 400th written %v, its 401st %v; want only the 400th",
+			slices.Contains(messages, "recorder 1 event 399"), slices.Contains(messages, "recorder 1 event 400"))
+	}
+}
+
 // Shutdown returns once the events recorded before are written: the events
 // of the last syncs go out at shutdown. An event recorded after is dropped
 // and counted.
@@ -176,7 +224,7 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
 	close(server.release)
-	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0)
+	recorder := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, nil)
 	recorder.Event(testfixtures.NewFoo("a", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "one")
 	recorder.Event(testfixtures.NewFoo("b", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "two")
 	recorder.Shutdown(ctx, 10*time.Second)
@@ -209,7 +257,7 @@ func TestCorrelatorRemembersAsManyFoosAsItIsTold(t *testing.T) {
 				t.Fatal(err)
 			}
 			client := fake.NewClientset()
-			recorder := New(ctx, client.CoreV1(), scheme.Scheme, samplecontroller.ControllerName, tc.objects)
+			recorder := New(ctx, client.CoreV1(), scheme.Scheme, samplecontroller.ControllerName, tc.objects, nil)
 			// One writer correlates and writes them in this order.
 			for _, name := range []string{"a", "b", "a"} {
 				recorder.Event(testfixtures.NewFoo(name, 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "synced")

@@ -261,7 +261,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 
 	// Before the worker starts, which reads m.events without the lock.
-	events := eventrecorder.New(ctx, m.client.CoreV1(), scheme.Scheme, m.o.EventSource, 0)
+	events := eventrecorder.New(ctx, m.client.CoreV1(), scheme.Scheme, m.o.EventSource, 0, nil)
 	defer events.Shutdown(ctx, 5*time.Second)
 	m.events = events
 
