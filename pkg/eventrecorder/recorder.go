@@ -131,8 +131,8 @@ func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.S
 	}
 }
 
-func newLane(ctx context.Context, eventType string, backlog *atomic.Int64, sink record.EventSink, scheme *runtime.Scheme,
-	component string, objects int,
+func newLane(ctx context.Context, eventType string, backlog *atomic.Int64, sink record.EventSink,
+	scheme *runtime.Scheme, component string, objects int,
 ) *lane {
 	l := &lane{eventType: eventType, backlog: backlog}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{

@@ -204,8 +204,9 @@ func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 	for _, recorder := range recorders {
 		recorder.Shutdown(ctx, 30*time.Second)
 	}
-	var messages []string
-	for _, event := range server.written() {
+	written := server.written()
+	messages := make([]string, 0, len(written))
+	for _, event := range written {
 		messages = append(messages, event.Message)
 	}
 	if len(messages) != 1002 {
