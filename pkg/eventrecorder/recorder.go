@@ -28,7 +28,8 @@ limitations under the License.
 // counted in samplecontroller_events_dropped_total{type}. The Recorders of
 // a replica's shards share that bound (a Backlog), for in a cold start every
 // shard's writer falls behind at once: a replica holding many shards holds
-// no more events in memory than one replica of one shard. Shutdown, called
+// no more events in memory than one replica of one shard. A shard released
+// gives back the room of the events it never wrote. Shutdown, called
 // once the workers stopped, waits for the events already recorded (those of
 // the last syncs among them) before it shuts the broadcasters down.
 //
@@ -107,6 +108,10 @@ type lane struct {
 	waiting, writing atomic.Int64
 	// backlog counts those of every lane of its type that shares it.
 	backlog *atomic.Int64
+	// takeMu guards released: once the broadcaster is shut down, the
+	// events it never took leave the backlog, and none twice.
+	takeMu   sync.Mutex
+	released bool
 }
 
 // New returns a Recorder writing events about objects of scheme, as
@@ -139,8 +144,7 @@ func newLane(ctx context.Context, eventType string, backlog *atomic.Int64, sink 
 		// The correlator sees each event the writer takes, once, first
 		// thing: the event no longer waits.
 		KeyFunc: func(event *corev1.Event) (string, string) {
-			l.waiting.Add(-1)
-			l.backlog.Add(-1)
+			l.take()
 			return record.EventAggregatorByReasonFunc(event)
 		},
 		LRUCacheSize: objects,
@@ -223,7 +227,29 @@ func (r *Recorder) Shutdown(ctx context.Context, timeout time.Duration) {
 	}
 	for _, l := range lanes {
 		l.broadcaster.Shutdown()
+		l.release()
 	}
+}
+
+// take counts an event taken by the writer out of the lane and its backlog.
+func (l *lane) take() {
+	l.takeMu.Lock()
+	defer l.takeMu.Unlock()
+	if !l.released {
+		l.waiting.Add(-1)
+		l.backlog.Add(-1)
+	}
+}
+
+// release gives the backlog back the events the writer never took: those
+// still waiting when Shutdown gave up are dropped with the broadcaster
+// (which its writer may yet take, uncounted), and a backlog shared with the
+// Recorders of other shards must not keep them for the replica's life.
+func (l *lane) release() {
+	l.takeMu.Lock()
+	defer l.takeMu.Unlock()
+	l.released = true
+	l.backlog.Add(-l.waiting.Swap(0))
 }
 
 // countingSink counts the writes in progress.

@@ -218,6 +218,48 @@ func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 	}
 }
 
+// A Recorder shut down before its writer took its waiting events gives them
+// back to the Backlog it shares: the shard released while the API server
+// held its events leaves the replica's other shards room for 1,000, not none.
+func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
+	ctx := testContext(t)
+	server := newEventServer(t)
+	backlog := NewBacklog()
+	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
+	released.Event(testfixtures.NewFoo("held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "held")
+	select {
+	case <-server.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Normal event did not reach the API server within 10 s")
+	}
+	for i := range 1000 {
+		released.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal,
+			samplecontroller.ReasonSynced, "never taken %d", i)
+	}
+	released.Shutdown(ctx, 100*time.Millisecond)
+
+	before := droppedEvents(t, corev1.EventTypeNormal)
+	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
+	other.Event(testfixtures.NewFoo("other-held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "other held")
+	select {
+	case <-server.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other Recorder's first Normal event did not reach the API server within 10 s")
+	}
+	for i := range 1001 {
+		other.Eventf(testfixtures.NewFoo(fmt.Sprintf("other-%04d", i), 1), corev1.EventTypeNormal,
+			samplecontroller.ReasonSynced, "other %d", i)
+	}
+	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
+		t.Errorf("%v of the other Recorder's Normal events counted as dropped, want 1 (its 1001st waiting)", got)
+	}
+	close(server.release)
+	other.Shutdown(ctx, 30*time.Second)
+	if got := backlog.normals.Load(); got != 0 {
+		t.Errorf("%d Normal events counted waiting once both Recorders shut down, want 0", got)
+	}
+}
+
 // Shutdown returns once the events recorded before are written: the events
 // of the last syncs go out at shutdown. An event recorded after is dropped
 // and counted.
