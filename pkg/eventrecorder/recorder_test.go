@@ -102,6 +102,19 @@ func (h *heldEvents) CreateWithEventNamespace(event *corev1.Event) (*corev1.Even
 	return h.CreateWithEventNamespaceWithContext(context.Background(), event)
 }
 
+// recordHeld records a Normal event with message about Foo name on
+// recorder, and waits at most 10 s until the API server holds its create:
+// the recorder's writer is busy then, and its next events wait.
+func (s *eventServer) recordHeld(t *testing.T, recorder *Recorder, name, message string) {
+	t.Helper()
+	recorder.Event(testfixtures.NewFoo(name, 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, message)
+	select {
+	case <-s.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the Normal event %q did not reach the API server within 10 s", message)
+	}
+}
+
 // written returns the events created so far.
 func (s *eventServer) written() []*corev1.Event {
 	s.mu.Lock()
@@ -135,12 +148,7 @@ func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 
 	// One Foo per event: the correlator holds back repeats on one object,
 	// which is not what this test is about.
-	recorder.Eventf(testfixtures.NewFoo("foo-held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment held")
-	select {
-	case <-server.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first Normal event did not reach the API server within 10 s")
-	}
+	server.recordHeld(t, recorder, "foo-held", "Created Deployment held")
 	for i := range 1001 {
 		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %d", i)
 	}
@@ -183,12 +191,7 @@ func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 	}
 	before := droppedEvents(t, corev1.EventTypeNormal)
 	for i, recorder := range recorders {
-		recorder.Eventf(testfixtures.NewFoo(fmt.Sprintf("held-%d", i), 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "held %d", i)
-		select {
-		case <-server.blocked:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the first Normal event of recorder %d did not reach the API server within 10 s", i)
-		}
+		server.recordHeld(t, recorder, fmt.Sprintf("held-%d", i), fmt.Sprintf("held %d", i))
 	}
 	for i, n := range []int{600, 401} {
 		for j := range n {
@@ -226,12 +229,7 @@ func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 	server := newEventServer(t)
 	backlog := NewBacklog()
 	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
-	released.Event(testfixtures.NewFoo("held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "held")
-	select {
-	case <-server.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first Normal event did not reach the API server within 10 s")
-	}
+	server.recordHeld(t, released, "held", "held")
 	for i := range 1000 {
 		released.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal,
 			samplecontroller.ReasonSynced, "never taken %d", i)
@@ -240,12 +238,7 @@ func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 
 	before := droppedEvents(t, corev1.EventTypeNormal)
 	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
-	other.Event(testfixtures.NewFoo("other-held", 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "other held")
-	select {
-	case <-server.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the other Recorder's first Normal event did not reach the API server within 10 s")
-	}
+	server.recordHeld(t, other, "other-held", "other held")
 	for i := range 1001 {
 		other.Eventf(testfixtures.NewFoo(fmt.Sprintf("other-%04d", i), 1), corev1.EventTypeNormal,
 			samplecontroller.ReasonSynced, "other %d", i)
