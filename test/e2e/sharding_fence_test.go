@@ -29,6 +29,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -70,14 +74,10 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		holder.Name, shard, fenceShards, w.ns, zombieFoos, other.Name)
 
 	// Paused with work in hand: every Foo scaled to 2 at once, 30 syncs for
-	// its workers, and the pause right after. Scaled one by one, the
-	// workers kept up, and a holder with no fence wrote nothing after its
+	// its workers, and the pause at the first it applied. Scaled one by one,
+	// the workers kept up, and a holder with no fence wrote nothing after its
 	// resume: no work was left from before the pause.
-	first := scaleFoos(t, w.ns, zombieFoos, 2)
-	if err := holder.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	paused := time.Now()
+	first, paused := scaleFoosPausingAtFirstApply(t, w.ns, zombieFoos, 2, holder.Controller)
 	eventually(t, 3*convergeTimeout, other.Name+" to take every shard", func(ctx context.Context) (bool, error) {
 		holders, err := shardHolders(ctx, deployNamespace, deployName, fenceShards)
 		if err != nil {
@@ -91,7 +91,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		return true, nil
 	})
 	taken := time.Now()
-	t.Logf("%s took every shard %v after %s was paused, right after the user scaled its %d Foos to 2",
+	t.Logf("%s took every shard %v after %s was paused, at its first apply of its %d Foos scaled to 2",
 		other.Name, taken.Sub(paused).Round(100*time.Millisecond), holder.Name, len(first))
 
 	// The user changes them again; the new holder applies that.
@@ -125,6 +125,69 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	}
 	run.waitConverged(t, resumed)
 	w.checkShardedAuditLog(t, fenceShards, nil)
+}
+
+// scaleFoosPausingAtFirstApply scales the first n Foos of ns to replicas, a
+// patch per Foo at once, and pauses holder (SIGSTOP) as soon as a watch
+// shows the first of their Deployments scaled: its workers are then mid-way
+// through the others, writes that meet the closed fence at its resume.
+// Paused as soon as the patches returned instead, a holder slow to see them
+// had begun none, and its workers, waiting at the fence, were stopped with
+// nothing written. It returns the Foos' names and when holder was paused.
+func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32,
+	holder *framework.Controller) ([]string, time.Time) {
+	t.Helper()
+	// The controller's own work bounds the wait: its first apply.
+	ctx, cancel := context.WithTimeout(context.Background(), convergeTimeout)
+	defer cancel()
+	deployments := cluster.Kube.AppsV1().Deployments(ns)
+	list, err := deployments.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := deployments.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	type patched struct {
+		names []string
+		err   error
+	}
+	done := make(chan patched, 1)
+	go func() {
+		names, err := patchFooReplicas(ns, n, replicas)
+		done <- patched{names, err}
+	}()
+	var result *patched
+	for applied := false; !applied; {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			result = &r
+		case event, ok := <-watcher.ResultChan():
+			if !ok {
+				t.Fatalf("no Deployment of %s scaled to %d within %v", ns, replicas, convergeTimeout)
+			}
+			d, isDeployment := event.Object.(*appsv1.Deployment)
+			applied = event.Type == watch.Modified && isDeployment && metav1.GetControllerOf(d) != nil &&
+				d.Spec.Replicas != nil && *d.Spec.Replicas == replicas
+		}
+	}
+	if err := holder.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	if result == nil {
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		result = &r
+	}
+	return result.names, paused
 }
 
 var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling it"`)

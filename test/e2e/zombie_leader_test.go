@@ -121,6 +121,16 @@ func startReplica(t *testing.T, w *chaosWorld, name string, token int) *replica 
 // per Foo sent at the same time, and returns their names.
 func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 	t.Helper()
+	names, err := patchFooReplicas(ns, n, replicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// patchFooReplicas is scaleFoos for a goroutine of the test: the error
+// returned.
+func patchFooReplicas(ns string, n int, replicas int32) ([]string, error) {
 	names := make([]string, n)
 	err := framework.Parallel(n, n, func(i int) error {
 		names[i] = chaosFooName(i)
@@ -129,10 +139,7 @@ func scaleFoos(t *testing.T, ns string, n int, replicas int32) []string {
 			types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
+	return names, err
 }
 
 // describeWritesAfter counts the writes to Foos and Deployments that the
