@@ -280,10 +280,10 @@ BENCH_CURVE_DIR ?= _output/bench-logs
 bench: tools
 	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" BENCH_CURVE_DIR="$(BENCH_CURVE_DIR)" $(GO_TEST) -tags bench -v -timeout 240m -run '^TestBenchmark$$' ./test/bench/
 
-## bench-sharded: the sharded bench of docs/performance.md: BENCH_SHARDED_FOOS Foos (default 10000) over BENCH_SHARDED_NAMESPACES namespaces (100), one replica, then three with -shards=BENCH_SHARDED_SHARDS (16).
+## bench-sharded: the sharded bench of docs/performance.md: BENCH_SHARDED_FOOS Foos (default 10000) over BENCH_SHARDED_NAMESPACES namespaces (1000), one replica, then three with -shards=BENCH_SHARDED_SHARDS (12).
 BENCH_SHARDED_FOOS ?= 10000
-BENCH_SHARDED_NAMESPACES ?= 100
-BENCH_SHARDED_SHARDS ?= 16
+BENCH_SHARDED_NAMESPACES ?= 1000
+BENCH_SHARDED_SHARDS ?= 12
 bench-sharded: tools
 	BENCH_SHARDED_FOOS="$(BENCH_SHARDED_FOOS)" BENCH_SHARDED_NAMESPACES="$(BENCH_SHARDED_NAMESPACES)" \
 	  BENCH_SHARDED_SHARDS="$(BENCH_SHARDED_SHARDS)" \

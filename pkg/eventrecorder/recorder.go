@@ -19,19 +19,19 @@ limitations under the License.
 //
 // Why not upstream's one broadcaster: it queues 1,000 events and, when its
 // queue is full, drops the next ones whatever their type, with a log line
-// and no metric: a cold start over 10,000 Foos recorded 3,590 of its 10,000
-// "Created" events, and a Warning (something a user must act on, once per
-// problem) recorded during such a burst was lost with them. Here Warnings
-// and Normal events wait apart, so a burst of Normal events cannot crowd out
-// a Warning; each kind admits at most maxWaiting events waiting to be
-// written, so client-go's queue never overflows and every drop is ours,
-// counted in samplecontroller_events_dropped_total{type}. The Recorders of
-// a replica's shards share that bound (a Backlog), for in a cold start every
+// and no metric: a cold start over many Foos lost most of its "Created"
+// events (docs/performance.md), and a Warning (something a user must act on,
+// once per problem) recorded during such a burst was lost with them. Here
+// Warnings and Normal events wait apart, so a burst of Normal events cannot
+// crowd out a Warning; each kind admits at most maxWaiting events waiting to
+// be written, so client-go's queue never overflows and every drop is ours,
+// counted in samplecontroller_events_dropped_total{type}. The Recorders of a
+// replica's shards share that bound (a Backlog), for in a cold start every
 // shard's writer falls behind at once: a replica holding many shards holds
 // no more events in memory than one replica of one shard. A shard released
-// gives back the room of the events it never wrote. Shutdown, called
-// once the workers stopped, waits for the events already recorded (those of
-// the last syncs among them) before it shuts the broadcasters down.
+// gives back the room of the events it never wrote. Shutdown, called once
+// the workers stopped, waits for the events already recorded (those of the
+// last syncs among them) before it shuts the broadcasters down.
 //
 // Everything else is client-go's: building the event, the correlator that
 // counts repeats on one object rather than create them again, the retries.
