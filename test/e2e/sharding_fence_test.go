@@ -37,9 +37,15 @@ import (
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
-// fenceShards is the number of shards of the paused holder's test: the
-// Foos are in one namespace, so one of them holds them all.
-const fenceShards = 4
+const (
+	// fenceShards is the number of shards of the paused holder's test: the
+	// Foos are in one namespace, so one of them holds them all.
+	fenceShards = 4
+	// fenceWriteDelay is how much later the holder's requests reach the API
+	// server while the user scales its Foos: its syncs take long enough
+	// that the pause finds its workers in the middle of them.
+	fenceWriteDelay = 100 * time.Millisecond
+)
 
 // The zombie leader's sequence (zombie_leader_test.go), sharded: two
 // replicas under the deployed ServiceAccounts, with the Role and admission
@@ -55,9 +61,15 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	w := setUpChaosWorld(t, zombieFoos, rand.New(rand.NewPCG(17, 18)), time.Hour)
 	shard := shardOf(w.ns, fenceShards)
 	replicas := map[string]*shardedReplica{}
+	links := map[*shardedReplica]*framework.SlowLink{}
 	for i, name := range []string{"replica-a", "replica-b"} {
-		c := startController(t, name, append(w.replicaArgs(i), fmt.Sprintf("-shards=%d", fenceShards))...)
+		// Each through a link of its own, to slow the holder's alone (the
+		// last -kubeconfig is the one read).
+		link := startSlowLink(t)
+		c := startController(t, name, append(w.replicaArgs(i), fmt.Sprintf("-shards=%d", fenceShards),
+			"-kubeconfig="+slowedKubeconfig(t, w.kubeconfigs[i], link.Addr()))...)
 		replicas[name] = &shardedReplica{Controller: c, identity: shardingIdentity(t, c)}
+		links[replicas[name]] = link
 	}
 	waitShardsSpread(t, deployNamespace, deployName, fenceShards, replicas)
 	var holder, other *shardedReplica
@@ -74,9 +86,13 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		holder.Name, shard, fenceShards, w.ns, zombieFoos, other.Name)
 
 	// Paused with work in hand: every Foo scaled to 2 at once, 30 syncs for
-	// its workers, and the pause at the first it applied. Scaled one by one,
-	// the workers kept up, and a holder with no fence wrote nothing after its
-	// resume: no work was left from before the pause.
+	// its workers, each write of theirs fenceWriteDelay late, and the pause
+	// at the first it applied. Scaled one by one, the workers kept up, and a
+	// holder with no fence wrote nothing after its resume: no work was left
+	// from before the pause. Paused as soon as the patches returned, a holder
+	// slow to see them had begun none; at its first apply with no delay, it
+	// had seen one patch, the others still on their way.
+	links[holder].SetDelay(fenceWriteDelay)
 	first, paused := scaleFoosPausingAtFirstApply(t, w.ns, zombieFoos, 2, holder.Controller)
 	eventually(t, 3*convergeTimeout, other.Name+" to take every shard", func(ctx context.Context) (bool, error) {
 		holders, err := shardHolders(ctx, deployNamespace, deployName, fenceShards)
@@ -100,6 +116,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	run.waitConverged(t, paused)
 	// Paused half a lease duration more after the take-over, as the zombie leader is.
 	time.Sleep(time.Until(taken.Add(chaosLeaseDuration / 2)))
+	links[holder].SetDelay(0)
 	if err := holder.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +145,11 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 }
 
 // scaleFoosPausingAtFirstApply scales the first n Foos of ns to replicas, a
-// patch per Foo at once, and pauses holder (SIGSTOP) as soon as a watch
-// shows the first of their Deployments scaled: its workers are then mid-way
-// through the others, writes that meet the closed fence at its resume.
-// Paused as soon as the patches returned instead, a holder slow to see them
-// had begun none, and its workers, waiting at the fence, were stopped with
-// nothing written. It returns the Foos' names and when holder was paused.
+// patch per Foo at once, and pauses holder (SIGSTOP) once every patch
+// returned and a watch showed the first of their Deployments scaled: its
+// workers are then mid-way through the others, writes that meet the closed
+// fence at its resume. It returns the Foos' names and when holder was
+// paused.
 func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32,
 	holder *framework.Controller) ([]string, time.Time) {
 	t.Helper()
@@ -160,7 +176,7 @@ func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32
 		done <- patched{names, err}
 	}()
 	var result *patched
-	for applied := false; !applied; {
+	for applied := false; !applied || result == nil; {
 		select {
 		case r := <-done:
 			if r.err != nil {
@@ -172,22 +188,14 @@ func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32
 				t.Fatalf("no Deployment of %s scaled to %d within %v", ns, replicas, convergeTimeout)
 			}
 			d, isDeployment := event.Object.(*appsv1.Deployment)
-			applied = event.Type == watch.Modified && isDeployment && metav1.GetControllerOf(d) != nil &&
+			applied = applied || event.Type == watch.Modified && isDeployment && metav1.GetControllerOf(d) != nil &&
 				d.Spec.Replicas != nil && *d.Spec.Replicas == replicas
 		}
 	}
 	if err := holder.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	paused := time.Now()
-	if result == nil {
-		r := <-done
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		result = &r
-	}
-	return result.names, paused
+	return result.names, time.Now()
 }
 
 var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling it"`)
