@@ -100,11 +100,12 @@ type Config struct {
 	// Syncs, when sharded, bounds the syncs of every shard a replica holds together (pkg/sharding's Syncs): a
 	// worker waits for room before it syncs. Nil with one shard: the workers are the bound.
 	Syncs syncLimit
-	// EventObjects is how many Foos the event correlator remembers, to count an event repeated on one as one
-	// (pkg/eventrecorder); 0 for its default. Sharded, a shard's share of that default.
-	EventObjects int
+	// Shards, when sharded, is how many shards the Foos are split into, this controller reconciling one: its
+	// events hold that share of one replica's memory for events (pkg/eventrecorder), the Foos the correlator
+	// remembers and the events waiting to be written. 0 with one shard.
+	Shards int
 	// EventBacklog, when sharded, bounds the events waiting to be written of every shard a replica holds together,
-	// as the writer of one shard bounds its own. Nil with one shard.
+	// each shard bringing its share. Nil with one shard.
 	EventBacklog *eventrecorder.Backlog
 }
 
@@ -132,7 +133,7 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
 	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
-		config.EventObjects, config.EventBacklog)
+		config.Shards, config.EventBacklog)
 
 	controller := &Controller{
 		kubeclientset:   kubeclientset,

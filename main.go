@@ -235,7 +235,8 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
 	logger.Info("Shards filtered", "by", mode)
 
-	// The replica's -workers syncs at once, and its events waiting to be written, shared by the shards it holds.
+	// The replica's -workers syncs at once, and its room for events waiting to be written (each shard held brings
+	// its share), shared by the shards it holds.
 	syncs, eventBacklog := sharding.NewSyncs(o.Workers), eventrecorder.NewBacklog()
 	newController := func(shard sharding.Shard, fence *leader.Fence) (sharding.Controller, error) {
 		kubeClient, err := kubernetes.NewForConfig(fence.Guard(kubeCfg))
@@ -255,10 +256,7 @@ func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.
 		fooInformer := foocache.NewNarrowedInformer(sampleClient, o.Namespace, o.ResyncPeriod, shard.Narrow)
 		ctx := klog.NewContext(ctx, logger.WithValues("shard", shard.String()))
 		controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer,
-			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs,
-				// A shard's share of the Foos the correlator remembers, as one
-				// replica remembers the default for all.
-				EventObjects: (eventrecorder.DefaultObjects + o.Shards - 1) / o.Shards, EventBacklog: eventBacklog})
+			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs, Shards: o.Shards, EventBacklog: eventBacklog})
 		if err != nil {
 			return nil, err
 		}

@@ -25,20 +25,20 @@ limitations under the License.
 // Warnings and Normal events wait apart, so a burst of Normal events cannot
 // crowd out a Warning; each kind admits at most maxWaiting events waiting to
 // be written, so client-go's queue never overflows and every drop is ours,
-// counted in samplecontroller_events_dropped_total{type}. The Recorders of a
-// replica's shards share that bound (a Backlog), for in a cold start every
-// shard's writer falls behind at once: a replica holding many shards holds
-// no more events in memory than one replica of one shard. A shard released
-// gives back the room of the events it never wrote. Shutdown, called once
+// counted in samplecontroller_events_dropped_total{type}. Sharded, each
+// shard's Recorder brings its share of that bound to its replica's Backlog,
+// and the shards a replica holds share the room they brought, for in a cold
+// start every shard's writer falls behind at once: a replica holding 4 of 12
+// shards holds at most a third of the events one replica of all the Foos
+// does, as it holds a third of the Foos. A shard released takes back its
+// room and gives back that of the events it never wrote. Shutdown, called once
 // the workers stopped, waits for the events already recorded (those of the
 // last syncs among them) before it shuts the broadcasters down.
 //
 // Everything else is client-go's: building the event, the correlator that
 // counts repeats on one object rather than create them again, the retries.
-// The correlator remembers the last objects it saw, DefaultObjects unless
-// told fewer: the controller of a shard remembers its share, so that a
-// replica holding some of many shards remembers no more than one replica
-// of one shard does.
+// The correlator remembers the last objects it saw, defaultObjects for
+// one replica of all the Foos, a shard's share of it for a shard's.
 package eventrecorder
 
 import (
@@ -59,22 +59,33 @@ import (
 )
 
 // maxWaiting bounds the events of one type recorded and not yet taken by the
-// writers of a Backlog: client-go's queue length, so that its queue never
-// drops one.
+// writers of one replica of all the Foos: client-go's queue length, so that
+// its queue never drops one. A shard's Recorder brings its share (roomOf).
 const maxWaiting = 1000
 
 // Backlog counts the events of each type recorded and not yet taken by their
-// writers, over the Recorders that share it, and holds them to maxWaiting.
+// writers, over the Recorders that share it, and holds them to the room those
+// Recorders brought: at most maxWaiting, for all the shards.
 type Backlog struct {
 	warnings, normals atomic.Int64
+	room              atomic.Int64
 }
 
 // NewBacklog returns a Backlog to share among Recorders.
 func NewBacklog() *Backlog { return &Backlog{} }
 
-// DefaultObjects is how many objects a correlator remembers unless told:
-// client-go's own default (record's maxLruCacheEntries).
-const DefaultObjects = 4096
+// defaultObjects is how many objects the correlator of one replica of all
+// the Foos remembers: client-go's own default (record's maxLruCacheEntries).
+const defaultObjects = 4096
+
+// objectsOf is how many objects the correlator of one of shards shards
+// remembers: its share of defaultObjects, rounded up.
+func objectsOf(shards int) int { return (defaultObjects + shards - 1) / shards }
+
+// roomOf is how many events of a type one of shards shards may hold waiting:
+// its share of maxWaiting, rounded down, so that the shards of a replica
+// holding them all never hold more than client-go's queue takes.
+func roomOf(shards int) int64 { return max(1, int64(maxWaiting/shards)) }
 
 // Interface is what a Recorder does, for those that hold one: record
 // events, and at Shutdown write those still waiting, for at most timeout.
@@ -90,6 +101,11 @@ type Recorder struct {
 	logger   klog.Logger
 	warnings *lane
 	normals  *lane
+	// backlog is shared with the Recorders of a replica's other shards; room
+	// is what this one brought to it, taken back at Shutdown.
+	backlog  *Backlog
+	room     int64
+	shutdown sync.Once
 }
 
 var _ record.EventRecorder = &Recorder{}
@@ -106,8 +122,9 @@ type lane struct {
 	// waiting counts the events recorded that the writer has not taken
 	// yet; writing counts the writes to the API server in progress.
 	waiting, writing atomic.Int64
-	// backlog counts those of every lane of its type that shares it.
-	backlog *atomic.Int64
+	// backlog counts those of every lane of its type that shares it, room
+	// how many it holds.
+	backlog, room *atomic.Int64
 	// takeMu guards released: once the broadcaster is shut down, the
 	// events it never took leave the backlog, and none twice.
 	takeMu   sync.Mutex
@@ -115,10 +132,11 @@ type lane struct {
 }
 
 // New returns a Recorder writing events about objects of scheme, as
-// component, to the Events of client, whose correlators remember the last
-// objects of each type of event (DefaultObjects when 0), and whose events
-// waiting count in backlog (nil: one of its own).
-func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, objects int,
+// component, to the Events of client, for a controller of one of shards
+// shards (0 or 1: all the objects): its correlators remember the last
+// objects of each type of event, and its events waiting count in backlog
+// (nil: one of its own), each its share of one replica's.
+func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, shards int,
 	backlog *Backlog,
 ) *Recorder {
 	// Not record.WithContext(ctx): the broadcasters must outlive ctx to
@@ -127,19 +145,24 @@ func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.S
 	if backlog == nil {
 		backlog = NewBacklog()
 	}
+	shards = max(1, shards)
+	room, objects := roomOf(shards), objectsOf(shards)
+	backlog.room.Add(room)
 	sink := &typedcorev1.EventSinkImpl{Interface: client.Events("")}
 	return &Recorder{
 		scheme:   scheme,
 		logger:   klog.FromContext(ctx),
-		warnings: newLane(ctx, corev1.EventTypeWarning, &backlog.warnings, sink, scheme, component, objects),
-		normals:  newLane(ctx, corev1.EventTypeNormal, &backlog.normals, sink, scheme, component, objects),
+		warnings: newLane(ctx, corev1.EventTypeWarning, &backlog.warnings, &backlog.room, sink, scheme, component, objects),
+		normals:  newLane(ctx, corev1.EventTypeNormal, &backlog.normals, &backlog.room, sink, scheme, component, objects),
+		backlog:  backlog,
+		room:     room,
 	}
 }
 
-func newLane(ctx context.Context, eventType string, backlog *atomic.Int64, sink record.EventSink,
+func newLane(ctx context.Context, eventType string, backlog, room *atomic.Int64, sink record.EventSink,
 	scheme *runtime.Scheme, component string, objects int,
 ) *lane {
-	l := &lane{eventType: eventType, backlog: backlog}
+	l := &lane{eventType: eventType, backlog: backlog, room: room}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// The correlator sees each event the writer takes, once, first
 		// thing: the event no longer waits.
@@ -166,8 +189,8 @@ func (r *Recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt s
 }
 
 // AnnotatedEventf records the event on the broadcaster of its type, or
-// drops and counts it when maxWaiting events of that type wait already in
-// the Backlog, or once Shutdown began.
+// drops and counts it when the Backlog's room for that type is full, or once
+// Shutdown began.
 func (r *Recorder) AnnotatedEventf(
 	object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{},
 ) {
@@ -188,7 +211,7 @@ func (r *Recorder) AnnotatedEventf(
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.backlog.Add(1) > maxWaiting {
+	if l.closed || l.backlog.Add(1) > l.room.Load() {
 		if !l.closed {
 			l.backlog.Add(-1)
 		}
@@ -200,9 +223,13 @@ func (r *Recorder) AnnotatedEventf(
 }
 
 // Shutdown stops taking events, waits at most timeout for those recorded
-// before to be written (or given up by client-go after its retries), and
-// shuts the broadcasters down.
+// before to be written (or given up by client-go after its retries), shuts
+// the broadcasters down, and takes its room back from the Backlog.
 func (r *Recorder) Shutdown(ctx context.Context, timeout time.Duration) {
+	r.shutdown.Do(func() { r.shutDown(ctx, timeout) })
+}
+
+func (r *Recorder) shutDown(ctx context.Context, timeout time.Duration) {
 	lanes := []*lane{r.warnings, r.normals}
 	for _, l := range lanes {
 		l.mu.Lock()
@@ -229,6 +256,7 @@ func (r *Recorder) Shutdown(ctx context.Context, timeout time.Duration) {
 		l.broadcaster.Shutdown()
 		l.release()
 	}
+	r.backlog.room.Add(-r.room)
 }
 
 // take counts an event taken by the writer out of the lane and its backlog.

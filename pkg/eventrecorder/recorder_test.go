@@ -27,6 +27,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -177,17 +178,18 @@ func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 	}
 }
 
-// Recorders sharing a Backlog, as the shards of a replica do, hold
-// maxWaiting events of a type between them, not each: while the API server
-// holds each one's first Normal event, 600 wait in one and 400 in the other,
-// and the next is dropped and counted.
+// The Recorders of a replica's shards share the room they brought to its
+// Backlog: a replica holding both of 2 shards has room for 1,000 Normal
+// events waiting, one replica's, between them, not 500 each: while the API
+// server holds each one's first, 600 wait in one and 400 in the other, and
+// the next is dropped and counted.
 func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
 	backlog := NewBacklog()
 	recorders := []*Recorder{
-		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog),
-		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog),
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog),
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog),
 	}
 	before := droppedEvents(t, corev1.EventTypeNormal)
 	for i, recorder := range recorders {
@@ -222,34 +224,84 @@ func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 }
 
 // A Recorder shut down before its writer took its waiting events gives them
-// back to the Backlog it shares: the shard released while the API server
-// held its events leaves the replica's other shards room for 1,000, not none.
+// back to the Backlog it shares, and takes back the room it brought: the
+// shard of 2 released while the API server held its 500 events leaves the
+// shard taken next its room for 500, not none, and not 1,000.
 func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
 	backlog := NewBacklog()
-	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
+	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog)
 	server.recordHeld(t, released, "held", "held")
-	for i := range 1000 {
+	for i := range 500 {
 		released.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal,
 			samplecontroller.ReasonSynced, "never taken %d", i)
 	}
 	released.Shutdown(ctx, 100*time.Millisecond)
 
 	before := droppedEvents(t, corev1.EventTypeNormal)
-	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 0, backlog)
+	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog)
 	server.recordHeld(t, other, "other-held", "other held")
-	for i := range 1001 {
+	for i := range 501 {
 		other.Eventf(testfixtures.NewFoo(fmt.Sprintf("other-%04d", i), 1), corev1.EventTypeNormal,
 			samplecontroller.ReasonSynced, "other %d", i)
 	}
 	if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
-		t.Errorf("%v of the other Recorder's Normal events counted as dropped, want 1 (its 1001st waiting)", got)
+		t.Errorf("%v of the other Recorder's Normal events counted as dropped, want 1 (its 501st waiting)", got)
 	}
 	close(server.release)
 	other.Shutdown(ctx, 30*time.Second)
 	if got := backlog.normals.Load(); got != 0 {
 		t.Errorf("%d Normal events counted waiting once both Recorders shut down, want 0", got)
+	}
+	if got := backlog.room.Load(); got != 0 {
+		t.Errorf("room for %d events left in the Backlog once both Recorders shut down, want 0", got)
+	}
+}
+
+// A replica holds waiting events in proportion to the shards it holds, as
+// it holds their Foos: one of all the Foos 1,000 of each type, one holding
+// 4 of 12 shards 332 (83 a shard, rounded down so that all 12 hold at most
+// 1,000), one holding 1 of 256 shards 3. The next Normal event is dropped,
+// and a Warning still has room.
+func TestReplicaHoldsWaitingEventsInProportionToItsShards(t *testing.T) {
+	for _, tc := range []struct {
+		shards, held, room int
+	}{
+		{shards: 1, held: 1, room: 1000},
+		{shards: 12, held: 4, room: 332},
+		{shards: 256, held: 1, room: 3},
+	} {
+		t.Run(fmt.Sprintf("%d_of_%d", tc.held, tc.shards), func(t *testing.T) {
+			ctx := testContext(t)
+			server := newEventServer(t)
+			backlog := NewBacklog()
+			recorders := make([]*Recorder, tc.held)
+			for i := range recorders {
+				recorders[i] = New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, tc.shards, backlog)
+				server.recordHeld(t, recorders[i], fmt.Sprintf("held-%d", i), fmt.Sprintf("held %d", i))
+			}
+			before := droppedEvents(t, corev1.EventTypeNormal)
+			for i := range tc.room + 1 {
+				recorders[i%tc.held].Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal,
+					samplecontroller.ReasonSynced, "waiting %d", i)
+			}
+			if got := droppedEvents(t, corev1.EventTypeNormal) - before; got != 1 {
+				t.Errorf("%v Normal events counted as dropped, want 1 (the %dth waiting)", got, tc.room+1)
+			}
+			recorders[0].Event(testfixtures.NewFoo("broken", 1), corev1.EventTypeWarning, samplecontroller.ReasonResourceExists,
+				"taken")
+			if first := server.waitWritten(t, 1)[0]; first.Type != corev1.EventTypeWarning || first.InvolvedObject.Name != "broken" {
+				t.Errorf("first event written: %s about %s, want the Warning about Foo broken", first.Type, first.InvolvedObject.Name)
+			}
+			close(server.release)
+			for _, recorder := range recorders {
+				recorder.Shutdown(ctx, 30*time.Second)
+			}
+			if got, want := len(server.written()), 1+tc.held+tc.room; got != want {
+				t.Errorf("%d events written, want %d: the Warning, the %d held and the %d waiting", got, want, tc.held, tc.room)
+			}
+		})
 	}
 }
 
@@ -278,25 +330,32 @@ func TestShutdownWritesTheEventsRecordedBefore(t *testing.T) {
 
 // The correlator counts an event repeated on a Foo it remembers as one
 // (a PATCH of its count), and one repeated on a Foo it has forgotten, when
-// it remembers fewer than it has seen since, as new (a create).
-func TestCorrelatorRemembersAsManyFoosAsItIsTold(t *testing.T) {
+// it remembers fewer than it has seen since, as new (a create). A shard's
+// correlator remembers its share of 4,096 Foos: 2 for one of 2,048 shards,
+// 1 for one of 4,096.
+func TestCorrelatorRemembersItsShareOfTheFoos(t *testing.T) {
 	for _, tc := range []struct {
-		objects int
-		want    []string
+		shards int
+		want   []string
 	}{
-		{objects: 2, want: []string{"create a", "create b", "patch a"}},
-		{objects: 1, want: []string{"create a", "create b", "create a"}},
+		{shards: 2048, want: []string{"create a", "create b", "patch a"}},
+		{shards: 4096, want: []string{"create a", "create b", "create a"}},
 	} {
-		t.Run(fmt.Sprintf("%d_objects", tc.objects), func(t *testing.T) {
+		t.Run(fmt.Sprintf("1_of_%d", tc.shards), func(t *testing.T) {
 			ctx := testContext(t)
 			if err := samplescheme.AddToScheme(scheme.Scheme); err != nil {
 				t.Fatal(err)
 			}
 			client := fake.NewClientset()
-			recorder := New(ctx, client.CoreV1(), scheme.Scheme, samplecontroller.ControllerName, tc.objects, nil)
-			// One writer correlates and writes them in this order.
-			for _, name := range []string{"a", "b", "a"} {
+			recorder := New(ctx, client.CoreV1(), scheme.Scheme, samplecontroller.ControllerName, tc.shards, nil)
+			// One at a time, each written before the next: a shard of
+			// thousands has room for fewer than three waiting.
+			for i, name := range []string{"a", "b", "a"} {
 				recorder.Event(testfixtures.NewFoo(name, 1), corev1.EventTypeNormal, samplecontroller.ReasonSynced, "synced")
+				if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true,
+					func(context.Context) (bool, error) { return len(client.Actions()) > i, nil }); err != nil {
+					t.Fatalf("event %d about %s not written within 10 s", i+1, name)
+				}
 			}
 			recorder.Shutdown(ctx, 10*time.Second)
 			actions := client.Actions()

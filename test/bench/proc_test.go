@@ -61,6 +61,10 @@ type rssSampler struct {
 	wg      sync.WaitGroup
 	first   int64
 	peak    int64
+	// began is when the first reading was taken, peakAfter when the peak
+	// was, after it.
+	began     time.Time
+	peakAfter time.Duration
 }
 
 // startRSSSampler reads pid's resident set size now and then every
@@ -70,7 +74,7 @@ func startRSSSampler(pid int, interval time.Duration) (*rssSampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &rssSampler{stopped: make(chan struct{}), first: first, peak: first}
+	s := &rssSampler{stopped: make(chan struct{}), first: first, peak: first, began: time.Now()}
 	s.wg.Go(func() {
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
@@ -80,7 +84,7 @@ func startRSSSampler(pid int, interval time.Duration) (*rssSampler, error) {
 				return
 			case <-ticker.C:
 				if kib, err := rssKiB(pid); err == nil && kib > s.peak {
-					s.peak = kib
+					s.peak, s.peakAfter = kib, time.Since(s.began)
 				}
 			}
 		}

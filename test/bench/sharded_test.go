@@ -73,9 +73,12 @@ type shardedConfig struct {
 // is, with no Foos and at rest.
 type replicaFigures struct {
 	idlePeak, peak, atRest int64
-	idle, rest             memoryParts
-	shardsHeld             float64
-	foosCached             float64
+	// peakAfter is when, after the replicas started, the resident set
+	// sampled every second was highest.
+	peakAfter  time.Duration
+	idle, rest memoryParts
+	shardsHeld float64
+	foosCached float64
 }
 
 // growthKiB is the memory that grows with the Foos: the peak less the peak
@@ -83,12 +86,15 @@ type replicaFigures struct {
 func (r replicaFigures) growthKiB() int64 { return r.peak - r.idlePeak }
 
 // memoryParts is what a replica's resident set holds, in KiB: anonymous
-// memory (the Go heap, its free and unused spans, stacks, the runtime's
-// own) and file-backed pages (the binary's code and data, read in as they
-// are first run); and, from the replica's own metrics, the live Go heap
-// at its last collection and the heap size the next one is due at.
+// memory and file-backed pages (the binary's code and data, read in as they
+// are first run); and, from the replica's own metrics (the Go runtime's
+// memory classes), what the anonymous memory is: the live Go heap at its
+// last collection and the heap size the next one is due at; goroutine
+// stacks; free heap pages not yet returned to the operating system, and
+// space unused inside the heap's spans; and the runtime's own metadata.
 type memoryParts struct {
 	anon, file, heapLive, heapGoal int64
+	stacks, free, unused, metadata int64
 }
 
 // readMemoryParts reads ctrl's memoryParts now. A replica's resident set
@@ -106,6 +112,12 @@ func (b *bench) readMemoryParts(ctrl *framework.Controller) memoryParts {
 	samples := b.scrapeController(ctrl)
 	m.heapLive = int64(framework.Sum(samples, "go_gc_heap_live_bytes", nil)) / 1024
 	m.heapGoal = int64(framework.Sum(samples, "go_gc_heap_goal_bytes", nil)) / 1024
+	m.stacks = int64(framework.Sum(samples, "go_memory_classes_heap_stacks_bytes", nil)) / 1024
+	m.free = int64(framework.Sum(samples, "go_memory_classes_heap_free_bytes", nil)) / 1024
+	m.unused = int64(framework.Sum(samples, "go_memory_classes_heap_unused_bytes", nil)) / 1024
+	for _, class := range []string{"mcache_free", "mcache_inuse", "mspan_free", "mspan_inuse", "other"} {
+		m.metadata += int64(framework.Sum(samples, "go_memory_classes_metadata_"+class+"_bytes", nil)) / 1024
+	}
 	return m
 }
 
@@ -135,6 +147,11 @@ func TestShardedBenchmark(t *testing.T) {
 				c.name, j, mib(r.idle.anon), mib(r.rest.anon), mib(r.idle.file), mib(r.rest.file), mib(r.idle.heapLive), mib(r.rest.heapLive),
 				100*float64(r.rest.heapLive-r.idle.heapLive)/float64(single[0].rest.heapLive-single[0].idle.heapLive),
 				mib(r.idle.heapGoal), mib(r.rest.heapGoal))
+			b.report("%s, replica %d, from no Foos to at rest: goroutine stacks %.1f to %.1f MiB, heap free and not returned %.1f to %.1f MiB, unused in the heap's spans %.1f to %.1f MiB, the runtime's metadata %.1f to %.1f MiB",
+				c.name, j, mib(r.idle.stacks), mib(r.rest.stacks), mib(r.idle.free), mib(r.rest.free), mib(r.idle.unused), mib(r.rest.unused),
+				mib(r.idle.metadata), mib(r.rest.metadata))
+			b.report("%s, replica %d: its resident set, read every second, was highest %.0fs after the replicas started",
+				c.name, j, r.peakAfter.Seconds())
 		}
 		b.report("%s (-shards=%d): every Foo converged %.1fs, Ready %.1fs after the replicas started",
 			c.name, c.shards, converged.Seconds(), ready.Seconds())
@@ -277,6 +294,12 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 
 	start := time.Now()
 	ctrls := b.startReplicas(c, prefix)
+	samplers := make([]*rssSampler, len(ctrls))
+	for i, ctrl := range ctrls {
+		if samplers[i], err = startRSSSampler(ctrl.Pid(), time.Second); err != nil {
+			b.t.Fatal(err)
+		}
+	}
 	toConverge = b.waitUntil(t, "convergence of "+prefix, runLimit(n), converged(n)).Sub(start)
 	toReady = b.waitUntil(t, "every Foo of "+prefix+" Ready", runLimit(n), allReady(n)).Sub(start)
 	// At rest: the rollouts done, the syncs they set off over.
@@ -296,6 +319,8 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 	}
 	for i, ctrl := range ctrls {
 		r := idle[i]
+		samplers[i].stop()
+		r.peakAfter = samplers[i].peakAfter + samplers[i].began.Sub(start)
 		r.rest = b.readMemoryParts(ctrl)
 		if r.peak, err = peakRSSKiB(ctrl.Pid()); err != nil {
 			b.t.Fatal(err)
