@@ -132,9 +132,6 @@ type syncLimit interface {
 func NewController(ctx context.Context, kubeclientset kubernetes.Interface, sampleclientset clientset.Interface,
 	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
-	events := eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
-		config.Shards, config.EventBacklog)
-
 	controller := &Controller{
 		kubeclientset:   kubeclientset,
 		sampleclientset: sampleclientset,
@@ -142,7 +139,6 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 		foosIndexer:     fooInformer.Informer().GetIndexer(),
 		foosSynced:      fooInformer.Informer().HasSynced,
 		workqueue:       freshfirst.New(),
-		recorder:        events,
 		namespace:       config.Namespace,
 		fence:           config.Fence,
 		syncs:           config.Syncs,
@@ -169,6 +165,10 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 		controller.ownedObjects = append(controller.ownedObjects,
 			ownedObjects{o.Registered, o.Informer.GetIndexer(), o.Informer.HasSynced})
 	}
+	// Last, once nothing can fail: the recorder's broadcasters run, and hold room in the replica's backlog, until
+	// Run shuts it down.
+	controller.recorder = eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
+		config.Shards, config.EventBacklog)
 	return controller, nil
 }
 
