@@ -226,6 +226,7 @@ func (r *Recorder) AnnotatedEventf(
 // before to be written (or given up by client-go after its retries), shuts
 // the broadcasters down, and takes its room back from the Backlog.
 func (r *Recorder) Shutdown(ctx context.Context, timeout time.Duration) {
+	// Once: a second Shutdown must not take the room back twice.
 	r.shutdown.Do(func() { r.shutDown(ctx, timeout) })
 }
 

@@ -238,6 +238,8 @@ func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 			samplecontroller.ReasonSynced, "never taken %d", i)
 	}
 	released.Shutdown(ctx, 100*time.Millisecond)
+	// A second Shutdown takes nothing back twice.
+	released.Shutdown(ctx, 100*time.Millisecond)
 
 	before := droppedEvents(t, corev1.EventTypeNormal)
 	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog)
