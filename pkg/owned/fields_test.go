@@ -197,6 +197,36 @@ func TestDriftNamesOwnedFieldsOnly(t *testing.T) {
 	}
 }
 
+// Drift of an object as wanted compares the two values' text: it costs what
+// the wanted's values cost, with no parse of the cached values and no walk
+// of both by the schema. The values changed, the schema still names the
+// field.
+func TestDriftOfAnObjectAsWantedComparesTextOnly(t *testing.T) {
+	wanted := func(image string) *pod {
+		return &pod{Metadata: meta{Labels: map[string]string{"app": "web"}},
+			Spec: podSpec{Containers: []container{{Name: "nginx", Image: image}}}}
+	}
+	f := podFields(t, [2]interface{}{wanted("nginx:latest"), wanted("nginx:latest")})
+	values, err := f.Values(served())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wanted("nginx:latest")
+	if drift, err := f.Drift(want, "default/web", values); err != nil || drift != nil {
+		t.Fatalf("drift of the pod as wanted: %q, %v; want none", drift, err)
+	}
+	ofValues := testing.AllocsPerRun(100, func() { _, _ = f.Values(want) })
+	ofDrift := testing.AllocsPerRun(100, func() { _, _ = f.Drift(want, "default/web", values) })
+	if ofDrift != ofValues {
+		t.Errorf("Drift of the pod as wanted made %v allocations, the wanted's values alone %v: it did more than "+
+			"compare their text", ofDrift, ofValues)
+	}
+	drift, err := f.Drift(wanted("busybox"), "default/web", values)
+	if err != nil || strings.Join(drift, ",") != `.spec.containers[name="nginx"].image` {
+		t.Errorf("drift of another image: %q, %v; want the container's image", drift, err)
+	}
+}
+
 // Values of an object of another shape than the schema is an error, not a
 // silent mismatch.
 func TestValuesOfAnotherShapeIsAnError(t *testing.T) {
