@@ -129,36 +129,3 @@ func transform(obj interface{}) (interface{}, error) {
 	}
 	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)
 }
-
-// What finding drift costs a sync: of a Deployment as desired (most syncs,
-// the values' text compared), and of one whose image drifted (the values
-// compared by the schema, which names the field), beside the floor every
-// sync pays, building the desired state. They report; they assert nothing.
-// Run:
-//
-//	go test -run '^$' -bench DeploymentDrift ./pkg/desired
-//
-// docs/performance.md has the figures.
-func BenchmarkDeploymentDrift(b *testing.B) {
-	foo := testfixtures.NewFoo("test", 2)
-	asDesired := Deployments.Compact(testfixtures.OwnedDeployment(b, foo))
-	drifted := testfixtures.OwnedDeployment(b, foo)
-	drifted.Spec.Template.Spec.Containers[0].Image = "busybox"
-	imageDrifted := Deployments.Compact(drifted)
-	b.Run("floor: the desired state", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = DeploymentFor(foo)
-		}
-	})
-	for name, cached := range map[string]*CachedDeployment{"as desired": asDesired, "image drifted": imageDrifted} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Deployments.Drift(DeploymentFor(foo), cached); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

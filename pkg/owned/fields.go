@@ -44,8 +44,9 @@ import (
 //
 // What it costs: the owned values are kept as their JSON, and walking an
 // object with the schema takes tens of microseconds per watch event and per
-// Drift where hand-written fields took a few (docs/performance.md). The
-// schema is parsed once per process, and only the owned kind's part of it.
+// Drift (fewer when nothing drifted) where hand-written fields took a few
+// (docs/performance.md). The schema is parsed once per process, and only the
+// owned kind's part of it.
 //
 // Identity and ownership are left out: the name and namespace are the cache
 // key, and the owner reference is checked before any comparison (an object
