@@ -26,13 +26,22 @@
 # It exits 0: the status is go test's (make's shells run with pipefail).
 set -o errexit -o nounset -o pipefail
 
-exec awk -v prefix="${1:-}" -v keep=8 '
+exec awk -v prefix="${1:-}" -v keep=8 -v more=3 '
 { print prefix $0; fflush() }
 # Whose output follows: go test -v names the test (or subtest) before its
 # lines whenever the output switches to another.
 /^=== (RUN|CONT|NAME) / { test = $3 }
+# The further lines of the last log line'"'"'s message, indented deeper than
+# its first (the findings after "want none:"): the first few kept with it.
+{ continues = logging && index($0, indent "    ") == 1 && !/^ *--- / && !/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / }
+continues && ++lines <= more { further[test, n] = further[test, n] prefix "  " substr($0, 1, 300) "\n" }
+!continues { logging = 0 }
 # A test log line, "    file_test.go:12: ...": the last few of each test kept.
-/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / { n = ++count[test]; logged[test, n] = $0; delete logged[test, n - keep] }
+/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / {
+	n = ++count[test]; logged[test, n] = $0; further[test, n] = ""
+	delete logged[test, n - keep]; delete further[test, n - keep]
+	indent = substr($0, 1, match($0, /[^ ]/) - 1); lines = 0; logging = 1
+}
 # Without -v, the indented lines after a --- FAIL line are what it logged.
 after_fail && /^[ \t]/ && !/^ *--- / {
 	if (++after_fail <= keep) { summary = summary prefix "  " substr($0, 1, 300) "\n" }
@@ -43,7 +52,7 @@ after_fail && /^[ \t]/ && !/^ *--- / {
 	summary = summary prefix $0 "\n"
 	name = $3
 	for (i = count[name] - keep + 1; i <= count[name]; i++) {
-		if ((name, i) in logged) { summary = summary prefix "  " substr(logged[name, i], 1, 300) "\n" }
+		if ((name, i) in logged) { summary = summary prefix "  " substr(logged[name, i], 1, 300) "\n" further[name, i] }
 	}
 	after_fail = 1
 }

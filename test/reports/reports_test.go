@@ -45,7 +45,8 @@ func summarize(t *testing.T, prefix, input string) string {
 
 // The summary at the end of a go test's output names each failed test with
 // what it logged, and the package: without -v a test's lines follow its
-// --- FAIL line, with -v they come before it, among other tests' lines.
+// --- FAIL line, with -v they come before it, among other tests' lines; a
+// message of several lines keeps its first few further lines.
 func TestSummaryNamesEachFailedTestWithWhatItLogged(t *testing.T) {
 	for _, tc := range []struct {
 		name, prefix, input, summary string
@@ -81,14 +82,25 @@ func TestSummaryNamesEachFailedTestWithWhatItLogged(t *testing.T) {
 				"    bar_test.go:5: fine\n" +
 				"--- PASS: TestBar (1.00s)\n" +
 				"=== NAME  TestFoo\n" +
-				"    foo_test.go:20: not Ready after 5m\n" +
+				"    foo_test.go:20: 4 Foos not Ready after 5m:\n" +
+				"        a\n" +
+				"        b\n" +
+				"        c\n" +
+				"        d\n" +
+				"    foo_test.go:30: log of the controller:\n" +
+				"I1130 09:31:33.545454 not the message's\n" +
+				"        e\n" +
 				"--- FAIL: TestFoo (300.00s)\n" +
 				"FAIL\n" +
 				"FAIL\texample.com/e2e\t301.0s\n",
 			summary: "[1.35] Failed:\n" +
 				"[1.35] --- FAIL: TestFoo (300.00s)\n" +
 				"[1.35]       foo_test.go:10: creating\n" +
-				"[1.35]       foo_test.go:20: not Ready after 5m\n" +
+				"[1.35]       foo_test.go:20: 4 Foos not Ready after 5m:\n" +
+				"[1.35]           a\n" +
+				"[1.35]           b\n" +
+				"[1.35]           c\n" +
+				"[1.35]       foo_test.go:30: log of the controller:\n" +
 				"[1.35] FAIL\texample.com/e2e\t301.0s\n",
 		},
 	} {
