@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,7 +54,10 @@ import (
 // Foo owns (ownedRules) and to Foos (the scale and status subresources
 // included); with the request
 // body, the writes to the Leases of namespace leaseNamespace (every
-// renewal, a line per retry period); nothing of any other request.
+// renewal, a line per retry period); with metadata alone, the watches of
+// Foos by ServiceAccounts, the controller's among them (when each
+// replica's Foo cache was filled afresh: fooCacheRefills); nothing of any
+// other request.
 func AuditPolicy(leaseNamespace string) string {
 	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -70,6 +74,12 @@ rules:
     resources:
       - group: coordination.k8s.io
         resources: ["leases"]
+  - level: Metadata
+    verbs: ["watch"]
+    userGroups: ["system:serviceaccounts"]
+    resources:
+      - group: %[2]s
+        resources: ["%[3]s"]
   - level: None
 `, leaseNamespace, samplecontroller.GroupName, samplecontroller.FooResource, ownedRules())
 }
@@ -111,11 +121,12 @@ type AuditEvent struct {
 	Completed time.Time `json:"stageTimestamp"`
 }
 
-// ReadAuditLog reads the completed requests (stage ResponseComplete) of an
-// audit log in JSON lines, with the files kube-apiserver rotated out of it,
-// sorted by completion, and counts the lines it could not read: a
-// kube-apiserver killed in the middle of a line leaves it cut, and its next
-// start appends to it.
+// ReadAuditLog reads the completed requests (stage ResponseComplete), and
+// the watches as they began (ResponseStarted), of an audit log in JSON
+// lines, with the files kube-apiserver rotated out of it, sorted by
+// completion (a watch's start by when it began), and counts the lines it
+// could not read: a kube-apiserver killed in the middle of a line leaves
+// it cut, and its next start appends to it.
 func ReadAuditLog(path string) (events []AuditEvent, cut int, err error) {
 	files, err := AuditLogFiles(path)
 	if err != nil {
@@ -167,7 +178,7 @@ func ParseAuditLog(r io.Reader) (events []AuditEvent, cut int, err error) {
 			cut++
 			continue
 		}
-		if e.Stage == "ResponseComplete" && e.ObjectRef != nil {
+		if (e.Stage == "ResponseComplete" || e.Stage == "ResponseStarted" && e.Verb == "watch") && e.ObjectRef != nil {
 			events = append(events, e)
 		}
 	}
@@ -373,16 +384,19 @@ type fooValue struct {
 // is retried after its Retry-After), and a watch refused is retried with a
 // backoff, the cache catching up only once one is served. Writes received
 // within one of excused, the windows in which the API server did, are not
-// judged (a zombie's are still WritesOutsideLeadership's).
+// judged (a zombie's are still WritesOutsideLeadership's), nor, for each
+// replica, those received after a window until its Foo cache was filled
+// afresh (excusedUntil).
 func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []Window) []string {
 	history := fooHistory(events)
+	refills := fooCacheRefills(events)
 	var out []string
 	for i := range events {
 		e := &events[i]
 		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
 			e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") ||
-			within(excused, e.Received) {
+			within(excusedUntilRefilled(excused, refills[e.Replica()]), e.Received) {
 			continue
 		}
 		var d struct {
@@ -423,6 +437,54 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []
 // Window is a stretch of time, From and To included.
 type Window struct {
 	From, To time.Time
+}
+
+// reconnectBound is how long after a fault heals a replica's informer may
+// still wait to list or watch again: client-go's reflector (v0.37.2) retries
+// a refused list or watch after a backoff that doubles from 0.8 s up to
+// 30 s, each wait lengthened by a random jitter of up to as much again.
+const reconnectBound = 60 * time.Second
+
+// fooCacheRefills is when each replica's Foo cache was filled afresh: when
+// each accepted watch of Foos it sent began. An informer's watch either
+// sends the whole list first (client-go's WatchListClient, on by default
+// in v0.37.2) or resumes from the last resourceVersion its cache saw,
+// sending what it missed first; an informer that lists instead watches
+// right after. A list alone fills no cache: the takeover's check of the
+// Foos (pkg/takeover) lists them. By Replica, in order.
+func fooCacheRefills(events []AuditEvent) map[string][]time.Time {
+	refills := map[string][]time.Time{}
+	for i := range events {
+		e := &events[i]
+		if e.ObjectRef.Resource != samplecontroller.FooResource || e.Verb != "watch" || e.Stage != "ResponseStarted" ||
+			!e.fromController() || !e.accepted() {
+			continue
+		}
+		refills[e.Replica()] = append(refills[e.Replica()], e.Completed)
+	}
+	for _, times := range refills {
+		slices.SortFunc(times, time.Time.Compare)
+	}
+	return refills
+}
+
+// excusedUntilRefilled is windows, each lengthened for one replica until
+// the last time its Foo cache was filled afresh (refills) after the window
+// ended, up to reconnectBound after. A fault that breaks the replica's
+// watch leaves its cache as of then until its informer watches again,
+// which client-go's backoff may put off well past the fault's end; a watch
+// the fault did not break leaves no refill, and its window as it was.
+func excusedUntilRefilled(windows []Window, refills []time.Time) []Window {
+	out := make([]Window, len(windows))
+	for i, w := range windows {
+		out[i] = w
+		for _, r := range refills {
+			if r.After(out[i].To) && !r.After(w.To.Add(reconnectBound)) {
+				out[i].To = r
+			}
+		}
+	}
+	return out
 }
 
 // within reports whether t falls in one of windows.
