@@ -58,9 +58,10 @@ const (
 // chaosFault is one kind of fault. refusesController: while it lasts the
 // API server refuses or stalls the controller's requests, its watches
 // among them, so a replica's cache may lag the Foos by as long as it lasts
-// and until its Foo informer watches again (the audit check excuses
-// its stale writes until then, and until the leader's queue drained after
-// it healed; framework.StaleReplicaWrites).
+// and until its Foo informer watches again (the audit check excuses its
+// stale writes until the leader's queue drained after it healed, and
+// judges those of a replica not watching again yet from the fault's start;
+// framework.StaleReplicaWrites).
 type chaosFault struct {
 	name              string
 	refusesController bool

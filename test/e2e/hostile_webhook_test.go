@@ -59,9 +59,9 @@ const (
 
 // A replica's webhook, with Foos in the cluster and a client listing them in
 // v1alpha1 through the API server, is sent at once a review of 12 MiB of
-// numbers (the body that took a replica from 63 to 882 MiB), a review that
-// trickles in a byte at a time, and many large reviews of Foos from many
-// clients. The replica's peak RSS stays well under its memory limit, every
+// numbers (a body that once exhausted a replica: docs/failure-modes.md,
+// Hostile callers), a review that trickles in a byte at a time, and many
+// large reviews of Foos from many clients. The replica's peak RSS stays well under its memory limit, every
 // list during and after the attack succeeds (the API server does not retry
 // a conversion call: a review refused is a read failed), the trickling
 // connection is cut by the read timeout, and nothing is lost.
@@ -245,9 +245,10 @@ func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
 // amplifiedRSSSlack is how far above its idle peak the reviews built to
 // amplify may take a replica's peak RSS: what pkg/conversion says the
 // webhook may add to the heap, twice its 24 MiB budget (the decoder's
-// buffer grows by doubling) and as much again of garbage. Before the
-// bounds on what it writes (issue 57), a uid of 20 MiB of `<`, then a Foo
-// with an annotation of it, took a replica from 68 to 780 MiB.
+// buffer grows by doubling) and as much again of garbage. What a uid of
+// 20 MiB of `<`, then a Foo with an annotation of it, took before the
+// bounds on what it writes (issue 57): docs/failure-modes.md, Hostile
+// reviews.
 const amplifiedRSSSlack = 96 << 20
 
 // A replica's webhook is sent the reviews that made it write far more than it

@@ -54,10 +54,10 @@ import (
 // Foo owns (ownedRules) and to Foos (the scale and status subresources
 // included); with the request
 // body, the writes to the Leases of namespace leaseNamespace (every
-// renewal, a line per retry period); with metadata alone, the watches of
-// Foos by ServiceAccounts, the controller's among them (when each
-// replica's Foo cache was filled afresh: fooCacheRefills); nothing of any
-// other request.
+// renewal, a line per retry period); with metadata alone, the lists and
+// watches of Foos by ServiceAccounts, the controller's among them (how
+// fresh each replica's Foo cache was: fooCacheFills); nothing of any other
+// request.
 func AuditPolicy(leaseNamespace string) string {
 	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -75,7 +75,7 @@ rules:
       - group: coordination.k8s.io
         resources: ["leases"]
   - level: Metadata
-    verbs: ["watch"]
+    verbs: ["list", "watch"]
     userGroups: ["system:serviceaccounts"]
     resources:
       - group: %[2]s
@@ -384,19 +384,21 @@ type fooValue struct {
 // is retried after its Retry-After), and a watch refused is retried with a
 // backoff, the cache catching up only once one is served. Writes received
 // within one of excused, the windows in which the API server did, are not
-// judged (a zombie's are still WritesOutsideLeadership's), nor, for each
-// replica, those received after a window until its Foo cache was filled
-// afresh (excusedUntil).
+// judged (a zombie's are still WritesOutsideLeadership's). After a window,
+// until the replica's Foo informer watches again, its cache may hold the
+// Foos as they were when the fault began, or as its last list of them
+// showed them (a new leader's check: pkg/takeover), and its writes are
+// judged from then on (cacheSince).
 func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []Window) []string {
 	history := fooHistory(events)
-	refills := fooCacheRefills(events)
+	fills := fooCacheFills(events)
 	var out []string
 	for i := range events {
 		e := &events[i]
 		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
 			e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") ||
-			within(excusedUntilRefilled(excused, refills[e.Replica()]), e.Received) {
+			within(excused, e.Received) {
 			continue
 		}
 		var d struct {
@@ -425,10 +427,16 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []
 				e, *d.Spec.Replicas))
 			continue
 		}
-		held := heldWithin(history[e.ObjectRef.Namespace+"/"+owner], e.Received.Add(-tolerance), e.Received)
+		since := fills[e.Replica()].cacheSince(excused, e.Received)
+		held := heldWithin(history[e.ObjectRef.Namespace+"/"+owner], since.Add(-tolerance), e.Received)
 		if !containsReplicas(held, *d.Spec.Replicas) {
-			out = append(out, fmt.Sprintf("%s: replicas %d, but Foo %s held only %s in the %v before",
-				e, *d.Spec.Replicas, owner, describeValues(held), tolerance))
+			window := fmt.Sprintf("in the %v before", tolerance)
+			if since.Before(e.Received) {
+				window = fmt.Sprintf("from %v before %s on (its Foo cache as of then: its watch not back after a fault)",
+					tolerance, since.Format("15:04:05.000000"))
+			}
+			out = append(out, fmt.Sprintf("%s: replicas %d, but Foo %s held only %s %s",
+				e, *d.Spec.Replicas, owner, describeValues(held), window))
 		}
 	}
 	return out
@@ -445,46 +453,87 @@ type Window struct {
 // 30 s, each wait lengthened by a random jitter of up to as much again.
 const reconnectBound = 60 * time.Second
 
-// fooCacheRefills is when each replica's Foo cache was filled afresh: when
-// each accepted watch of Foos it sent began. An informer's watch either
-// sends the whole list first (client-go's WatchListClient, on by default
-// in v0.37.2) or resumes from the last resourceVersion its cache saw,
-// sending what it missed first; an informer that lists instead watches
-// right after. A list alone fills no cache: the takeover's check of the
-// Foos (pkg/takeover) lists them. By Replica, in order.
-func fooCacheRefills(events []AuditEvent) map[string][]time.Time {
-	refills := map[string][]time.Time{}
+// fooCache is when a replica's Foo cache was filled afresh.
+type fooCache struct {
+	// watches are when each accepted watch of Foos it sent began. An
+	// informer's watch either sends the whole list first (client-go's
+	// WatchListClient, on by default in v0.37.2) or resumes from the last
+	// resourceVersion its cache saw, sending what it missed first; an
+	// informer that lists instead watches right after.
+	watches []time.Time
+	// lists are when each accepted list of Foos it sent was answered: a
+	// new leader's check of its cache (pkg/takeover), which defers the
+	// Foos its cache holds in an older version than the list.
+	lists []time.Time
+}
+
+// fooCacheFills is each replica's fooCache, by Replica, in order.
+func fooCacheFills(events []AuditEvent) map[string]*fooCache {
+	fills := map[string]*fooCache{}
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef.Resource != samplecontroller.FooResource || e.Verb != "watch" || e.Stage != "ResponseStarted" ||
+		if e.ObjectRef.Resource != samplecontroller.FooResource || e.ObjectRef.Subresource != "" ||
 			!e.fromController() || !e.accepted() {
 			continue
 		}
-		refills[e.Replica()] = append(refills[e.Replica()], e.Completed)
-	}
-	for _, times := range refills {
-		slices.SortFunc(times, time.Time.Compare)
-	}
-	return refills
-}
-
-// excusedUntilRefilled is windows, each lengthened for one replica until
-// the last time its Foo cache was filled afresh (refills) after the window
-// ended, up to reconnectBound after. A fault that breaks the replica's
-// watch leaves its cache as of then until its informer watches again,
-// which client-go's backoff may put off well past the fault's end; a watch
-// the fault did not break leaves no refill, and its window as it was.
-func excusedUntilRefilled(windows []Window, refills []time.Time) []Window {
-	out := make([]Window, len(windows))
-	for i, w := range windows {
-		out[i] = w
-		for _, r := range refills {
-			if r.After(out[i].To) && !r.After(w.To.Add(reconnectBound)) {
-				out[i].To = r
-			}
+		c := fills[e.Replica()]
+		if c == nil {
+			c = &fooCache{}
+			fills[e.Replica()] = c
+		}
+		switch {
+		case e.Verb == "watch" && e.Stage == "ResponseStarted":
+			c.watches = append(c.watches, e.Completed)
+		case e.Verb == "list" && e.Stage == "ResponseComplete":
+			c.lists = append(c.lists, e.Completed)
 		}
 	}
-	return out
+	for _, c := range fills {
+		slices.SortFunc(c.watches, time.Time.Compare)
+		slices.SortFunc(c.lists, time.Time.Compare)
+	}
+	return fills
+}
+
+// cacheSince is the moment from which the Foo cache of a replica that
+// wrote at t held what the Foos held, less a watch's delay: t, unless t
+// came after one of windows, a fault's, and before the last watch the
+// replica began in reconnectBound after it. A fault that breaks the
+// replica's watch leaves its cache as of then until its informer watches
+// again, which client-go's backoff may put off well past the fault's end:
+// the cache holds the Foos as they were when the fault began, or as its
+// last list of them since showed them. A watch the fault did not break
+// leaves no new watch, and t. The last watch counts, not the first: one
+// begun as kube-apiserver starts may be closed at once.
+func (c *fooCache) cacheSince(windows []Window, t time.Time) time.Time {
+	since := t
+	if c == nil {
+		return since
+	}
+	for _, w := range windows {
+		if !t.After(w.To) {
+			continue
+		}
+		back := w.To
+		for _, r := range c.watches {
+			if r.After(w.To) && !r.After(w.To.Add(reconnectBound)) {
+				back = r
+			}
+		}
+		if t.After(back) {
+			continue // the watch was back, or never broken
+		}
+		from := w.From
+		for _, l := range c.lists {
+			if !l.Before(w.From) && !l.After(t) {
+				from = l
+			}
+		}
+		if from.Before(since) {
+			since = from
+		}
+	}
+	return since
 }
 
 // within reports whether t falls in one of windows.

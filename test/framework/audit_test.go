@@ -136,40 +136,51 @@ func TestAuditChecksFlagTheZombieWrite(t *testing.T) {
 }
 
 // A fault that broke a replica's watch leaves its Foo cache as of then
-// until its informer watches again, which client-go's backoff may
-// put off past the fault's end. So a window lasts, for each replica, until
-// the last watch of Foos it had accepted after the window began, up to
-// reconnectBound after it ended: the zombie's stale apply at 00:00:12.5,
-// after a window that ended at 00:00:12, is excused when A watched again
-// only after it, and judged when A watched again before it, when another
-// replica did, when the API server refused A's watch, when a watch of A's
-// ended, when A only listed Foos (a takeover's check), and when A's next
-// watch came past the bound (a watch that the fault had not broken, ended
-// by its timeout).
-func TestStaleReplicaWritesExcuseAReplicaUntilItsFooCacheIsFilledAfresh(t *testing.T) {
-	refill := func(replica, verb, stage string, code int, at string) string {
+// until its informer watches again, which client-go's backoff may put off
+// past the fault's end. Until then its writes are judged from when the
+// fault began, or from its last list of the Foos since (a new leader's
+// check). The zombie's apply at 00:00:12.5 of the count foo-1 held until
+// the scale at 00:00:11, after a window from 00:00:11.5 to 00:00:12: held
+// within the tolerance of the fault's start when A watched again only
+// after the write (or listed the Foos at 00:00:11.9 and watched after);
+// stale when A had listed them at 00:00:12.1, after the scale was
+// answered, and judged as any write when A watched again before it, when
+// another replica did, when the API server refused A's watch, when a
+// watch of A's ended, when A only listed, and when A's next watch came
+// past the bound (a watch that the fault had not broken, ended by its
+// timeout).
+func TestStaleReplicaWritesJudgeAReplicaWhoseWatchIsNotBackFromTheFaultsStart(t *testing.T) {
+	fill := func(replica, verb, stage string, code int, at string) string {
 		return `{"stage":"` + stage + `","verb":"` + verb + `","userAgent":"sample-controller/` + replica +
 			`","user":{"username":"system:serviceaccount:sc:a"},"objectRef":{"resource":"foos","namespace":"ns"},` +
 			`"responseStatus":{"code":` + strconv.Itoa(code) + `},"requestReceivedTimestamp":"2026-01-01T` + at +
 			`Z","stageTimestamp":"2026-01-01T` + at + `Z"}` + "\n"
 	}
+	watchAfter := fill(replicaA, "watch", "ResponseStarted", 200, "00:00:12.600000")
 	window := []Window{{From: at("00:00:11.500"), To: at("00:00:12")}}
 	stale := []string{`patch deployments ns/foo-1 (200) received 00:00:12.500000 by "sample-controller/` + replicaA +
 		`": replicas 1, but Foo foo-1 held only 3 since 00:00:11.000000 in the 1s before`}
+	staleSinceList := []string{`patch deployments ns/foo-1 (200) received 00:00:12.500000 by "sample-controller/` +
+		replicaA + `": replicas 1, but Foo foo-1 held only 3 since 00:00:11.000000 from 1s before 00:00:12.100000 on ` +
+		`(its Foo cache as of then: its watch not back after a fault)`}
 	for _, tc := range []struct {
-		name, refill string
-		want         []string
+		name, fills string
+		want        []string
 	}{
-		{"watched again after the write", refill(replicaA, "watch", "ResponseStarted", 200, "00:00:12.600000"), nil},
-		{"watched again before the write", refill(replicaA, "watch", "ResponseStarted", 200, "00:00:12.400000"), stale},
-		{"another replica watched again", refill(replicaB, "watch", "ResponseStarted", 200, "00:00:12.600000"), stale},
-		{"the watch refused", refill(replicaA, "watch", "ResponseComplete", 429, "00:00:12.600000"), stale},
-		{"a watch ended", refill(replicaA, "watch", "ResponseComplete", 200, "00:00:12.600000"), stale},
-		{"listed, filling no cache", refill(replicaA, "list", "ResponseComplete", 200, "00:00:12.600000"), stale},
-		{"watched again past the bound", refill(replicaA, "watch", "ResponseStarted", 200, "00:01:12.100000"), stale},
+		{"watched again after the write", watchAfter, nil},
+		{"listed before the scale was answered", fill(replicaA, "list", "ResponseComplete", 200, "00:00:11.900000") +
+			watchAfter, nil},
+		{"listed after the scale was answered", fill(replicaA, "list", "ResponseComplete", 200, "00:00:12.100000") +
+			watchAfter, staleSinceList},
+		{"watched again before the write", fill(replicaA, "watch", "ResponseStarted", 200, "00:00:12.400000"), stale},
+		{"another replica watched again", fill(replicaB, "watch", "ResponseStarted", 200, "00:00:12.600000"), stale},
+		{"the watch refused", fill(replicaA, "watch", "ResponseComplete", 429, "00:00:12.600000"), stale},
+		{"a watch ended", fill(replicaA, "watch", "ResponseComplete", 200, "00:00:12.600000"), stale},
+		{"listed only", fill(replicaA, "list", "ResponseComplete", 200, "00:00:12.600000"), stale},
+		{"watched again past the bound", fill(replicaA, "watch", "ResponseStarted", 200, "00:01:12.100000"), stale},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events := parseAudit(t, cleanAuditLog+zombieAuditLines+tc.refill)
+			events := parseAudit(t, cleanAuditLog+zombieAuditLines+tc.fills)
 			if got := StaleReplicaWrites(events, time.Second, window); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("StaleReplicaWrites:\n got %q\nwant %q", got, tc.want)
 			}
