@@ -142,19 +142,17 @@ func TestLockOpensTheFenceAsOfWhenASuccessfulRenewalWasSent(t *testing.T) {
 	}
 }
 
-// deadlineLock is a fakeLock that records, at each Get, how long its
-// context left it (zero when unbounded) and whether it had already ended.
+// deadlineLock is a fakeLock that records, at each Get, its context's
+// deadline (zero when unbounded) and whether it had already ended.
 type deadlineLock struct {
 	*fakeLock
-	left  time.Duration
-	ended bool
+	deadline time.Time
+	ended    bool
 }
 
 func (l *deadlineLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	l.left, l.ended = 0, ctx.Err() != nil
-	if deadline, ok := ctx.Deadline(); ok {
-		l.left = time.Until(deadline)
-	}
+	l.deadline, _ = ctx.Deadline()
+	l.ended = ctx.Err() != nil
 	return l.fakeLock.Get(ctx)
 }
 
@@ -169,19 +167,23 @@ func TestALeadersLeaseRequestsEndWhenItsLeaseExpires(t *testing.T) {
 	if _, _, err := lock.Get(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if inner.left != 0 {
-		t.Errorf("before it held the Lease, a read was given %v, want no bound of the lock's", inner.left)
+	if !inner.deadline.IsZero() {
+		t.Errorf("before it held the Lease, a read was given until %v, want no bound of the lock's", inner.deadline)
 	}
 
 	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
 		t.Fatal(err)
 	}
 	c.t = c.t.Add(12 * time.Second) // renewals failed since; the elector gives up and reads the Lease to release it
+	// The deadline is set on the real clock: 3 s after some moment of the Get.
+	before := time.Now()
 	if _, _, err := lock.Get(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if inner.left <= 2900*time.Millisecond || inner.left > 3*time.Second {
-		t.Errorf("12 s after the renewal was sent, a read was given %v, want the 3 s left of the Lease", inner.left)
+	after := time.Now()
+	if inner.deadline.Before(before.Add(3*time.Second)) || inner.deadline.After(after.Add(3*time.Second)) {
+		t.Errorf("12 s after the renewal was sent, a read was given %v from its start, want the 3 s left of the Lease",
+			inner.deadline.Sub(before))
 	}
 
 	c.t = c.t.Add(4 * time.Second)
@@ -189,7 +191,7 @@ func TestALeadersLeaseRequestsEndWhenItsLeaseExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !inner.ended {
-		t.Errorf("past the Lease's expiry, a read was given %v, want an ended context", inner.left)
+		t.Errorf("past the Lease's expiry, a read was given until %v, want an ended context", inner.deadline)
 	}
 }
 
