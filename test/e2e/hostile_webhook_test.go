@@ -61,10 +61,11 @@ const (
 // v1alpha1 through the API server, is sent at once a review of 12 MiB of
 // numbers (a body that once exhausted a replica: docs/failure-modes.md,
 // Hostile callers), a review that trickles in a byte at a time, and many
-// large reviews of Foos from many clients. The replica's peak RSS stays well under its memory limit, every
-// list during and after the attack succeeds (the API server does not retry
-// a conversion call: a review refused is a read failed), the trickling
-// connection is cut by the read timeout, and nothing is lost.
+// large reviews of Foos from many clients. The replica's peak RSS stays
+// well under its memory limit, every list during and after the attack
+// succeeds (the API server does not retry a conversion call: a review
+// refused is a read failed), the trickling connection is cut by the read
+// timeout, and nothing is lost.
 func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
 	ns := newNamespace(t, "hostile-reviews")
 	ensureStandardCRD(t)

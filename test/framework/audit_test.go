@@ -149,7 +149,7 @@ func TestAuditChecksFlagTheZombieWrite(t *testing.T) {
 // watch of A's ended, when A only listed, and when A's next watch came
 // past the bound (a watch that the fault had not broken, ended by its
 // timeout).
-func TestStaleReplicaWritesJudgeAReplicaWhoseWatchIsNotBackFromTheFaultsStart(t *testing.T) {
+func TestAReplicaWhoseWatchIsNotBackIsJudgedFromTheFault(t *testing.T) {
 	fill := func(replica, verb, stage string, code int, at string) string {
 		return `{"stage":"` + stage + `","verb":"` + verb + `","userAgent":"sample-controller/` + replica +
 			`","user":{"username":"system:serviceaccount:sc:a"},"objectRef":{"resource":"foos","namespace":"ns"},` +
