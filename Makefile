@@ -130,9 +130,10 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 
-## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline).
+## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline), no tracked file is a binary or over 1 MiB.
 # Vetted by the linter: its govet runs every analyzer go vet does, and more.
 verify: lint
+	hack/verify-tracked-files.sh
 	hack/verify-codegen.sh
 	hack/verify-vulnerabilities.sh
 

@@ -182,3 +182,71 @@ func TestTheReportHoldsTheLastLinesOfEachFailedStep(t *testing.T) {
 		t.Errorf("the report: exit %d,\n%s\nwant:\n%s", code, out, report)
 	}
 }
+
+// trackedFilesCheck commits files (path: content) to a new git repository and
+// runs hack/verify-tracked-files.sh on it, returning its output and whether it passed.
+func trackedFilesCheck(t *testing.T, files map[string][]byte) (string, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"},
+			args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git("init", "-q")
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "files")
+	out, err := exec.Command(filepath.Join(root, "hack/verify-tracked-files.sh"), dir).CombinedOutput()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("hack/verify-tracked-files.sh: %v", err)
+	}
+	return string(out), err == nil
+}
+
+// make verify fails when a compiled executable or a file over 1 MiB is
+// tracked, naming each, and passes sources, scripts and a file of exactly 1 MiB.
+func TestVerifyRefusesATrackedBinaryOrLargeFile(t *testing.T) {
+	source := map[string][]byte{
+		"main.go":        []byte("package main\n"),
+		"hack/run.sh":    []byte("#!/usr/bin/env bash\necho hi\n"),
+		"docs/limit.txt": []byte(strings.Repeat("x", 1024*1024)),
+	}
+	if out, ok := trackedFilesCheck(t, source); !ok {
+		t.Errorf("sources refused:\n%s", out)
+	}
+
+	planted := map[string][]byte{
+		"main.go":      []byte("package main\n"),
+		"owned-policy": append([]byte{0x7f, 'E', 'L', 'F', 2, 1, 1}, make([]byte, 64)...),
+		"bin/tool":     append([]byte{0xcf, 0xfa, 0xed, 0xfe}, make([]byte, 64)...),
+		"big.json":     []byte(strings.Repeat("x", 1024*1024+1)),
+	}
+	out, ok := trackedFilesCheck(t, planted)
+	if ok {
+		t.Fatalf("passed with a binary and a large file tracked:\n%s", out)
+	}
+	for _, want := range []string{
+		"owned-policy: a compiled ELF executable\n",
+		"bin/tool: a compiled Mach-O executable\n",
+		"big.json: 1048577 bytes, over the 1048576 a tracked file may have\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "main.go") {
+		t.Errorf("output names main.go, a source:\n%s", out)
+	}
+}
