@@ -130,7 +130,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateSpec$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 	go test -run '^$$' -fuzz '^FuzzDesiredDeployment$$' -fuzztime $(FUZZTIME) ./pkg/desired/
 
-## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline), no tracked file is a binary or over 1 MiB.
+## verify: generated code and CRD are current, code is vetted, formatted and linted (make lint), no known vulnerability is called (govulncheck, offline), no tracked file is a compiled binary or too large (hack/verify-tracked-files.sh).
 # Vetted by the linter: its govet runs every analyzer go vet does, and more.
 verify: lint
 	hack/verify-tracked-files.sh

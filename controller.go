@@ -39,7 +39,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
-	"github.com/kube-samples/sample-controller/pkg/foomemory"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
@@ -47,7 +46,6 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/owned"
-	"github.com/kube-samples/sample-controller/pkg/takeover"
 )
 
 // Upstream's sample-controller, with each refinement production needed as one
@@ -69,10 +67,11 @@ type Controller struct {
 	foosLister   listers.FooLister
 	foosIndexer  cache.Indexer
 	foosSynced   cache.InformerSynced
+	informers    []cache.SharedIndexInformer // the Foo informer and each owned kind's (RunInformers)
 
 	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
 
-	memory foomemory.Memory // what the controller remembers of each Foo beyond its cache
+	expectations expectations.Foos // what the controller knows of each Foo that its cache does not show yet
 
 	recorder eventrecorder.Interface // events about Foos; tests record them in memory
 
@@ -92,12 +91,12 @@ type ownedObjects struct {
 // Config is what a Controller needs besides its clients and informers.
 type Config struct {
 	// Namespace is the one namespace the informers were built to watch, "" for all. It must be theirs: a
-	// replica taking over lists the Foos of this namespace (pkg/takeover), which a namespaced Role allows only there.
+	// replica taking over lists the Foos of this namespace (pkg/expectations), which a namespaced Role allows only there.
 	Namespace string
-	// Fence, when leader election is on, is the Lease's write fence (pkg/leader): workers wait at it while the
+	// Fence, when leader election is on, is the Lease's write fence (pkg/replicas): workers wait at it while the
 	// Lease is overdue. Nil without leader election: nothing to wait for.
 	Fence writeFence
-	// Syncs, when sharded, bounds the syncs of every shard a replica holds together (pkg/sharding's Syncs): a
+	// Syncs, when sharded, bounds the syncs of every shard a replica holds together (pkg/replicas' Syncs): a
 	// worker waits for room before it syncs. Nil with one shard: the workers are the bound.
 	Syncs syncLimit
 	// Shards, when sharded, is how many shards the Foos are split into, this controller reconciling one: its
@@ -115,12 +114,12 @@ func init() {
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 }
 
-// writeFence says when this replica may write (pkg/leader's Fence).
+// writeFence says when this replica may write (pkg/replicas' Fence).
 type writeFence interface {
 	WaitOpen(ctx context.Context) error
 }
 
-// syncLimit bounds the syncs running at once (pkg/sharding's Syncs).
+// syncLimit bounds the syncs running at once (pkg/replicas' Syncs).
 type syncLimit interface {
 	Acquire(ctx context.Context) error
 	Release()
@@ -142,6 +141,7 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 		namespace:       config.Namespace,
 		fence:           config.Fence,
 		syncs:           config.Syncs,
+		informers:       []cache.SharedIndexInformer{fooInformer.Informer()},
 	}
 	if err := fooInformer.Informer().SetTransform(foocache.Transform); err != nil {
 		return nil, err
@@ -164,12 +164,25 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 		}
 		controller.ownedObjects = append(controller.ownedObjects,
 			ownedObjects{o.Registered, o.Informer.GetIndexer(), o.Informer.HasSynced})
+		controller.informers = append(controller.informers, o.Informer)
 	}
 	// Last, once nothing can fail: the recorder's broadcasters run, and hold room in the replica's backlog, until
 	// Run shuts it down.
 	controller.recorder = eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
 		config.Shards, config.EventBacklog)
 	return controller, nil
+}
+
+// RunInformers runs the informers the controller was built with until ctx
+// ends, and returns once they have stopped. Upstream's main starts its
+// informer factories; here the controller's informers start and stop with
+// the work it is given (pkg/replicas: every Foo, or a shard held).
+func (c *Controller) RunInformers(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, informer := range c.informers {
+		wg.Go(func() { informer.RunWithContext(ctx) })
+	}
+	wg.Wait()
 }
 
 // Run waits for the caches to sync, then runs workers until ctx ends; then
@@ -184,15 +197,15 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	// Caches synced before this replica led are a standby's, maybe behind.
 	wasStandby := c.HasSynced()
 	logger.Info("Waiting for informer caches to sync")
-	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced()...); !ok {
+	if ok := cache.WaitForCacheSync(ctx.Done(), c.CachesSynced()...); !ok {
 		if ctx.Err() != nil {
 			return nil // asked to stop before the caches synced
 		}
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		err := takeover.RememberFoosChangedWhileStandby(ctx, c.foosIndexer,
-			c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace), &c.memory.Deleted, &c.memory.Outdated)
+		err := c.expectations.RememberChangedWhileStandby(ctx, c.foosIndexer,
+			c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace))
 		if err != nil {
 			// Not fatal: a Foo deleted meanwhile costs one create, one
 			// changed meanwhile a write undone when the watch catches up.
@@ -223,20 +236,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // HasSynced reports whether every informer cache holds a full list.
 func (c *Controller) HasSynced() bool {
-	return !slices.ContainsFunc(c.cachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
+	return !slices.ContainsFunc(c.CachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
 }
 
-// ownedCached counts the cached objects of each kind a Foo owns, by resource.
-func (c *Controller) ownedCached() map[string]int {
-	counts := map[string]int{}
-	for _, objects := range c.ownedObjects {
-		counts[objects.GroupResource().Resource] += len(objects.indexer.ListKeys())
-	}
-	return counts
-}
-
-// cachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
-func (c *Controller) cachesSynced() []cache.InformerSynced {
+// CachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
+func (c *Controller) CachesSynced() []cache.InformerSynced {
 	synced := append(make([]cache.InformerSynced, 0, 1+len(c.ownedObjects)), c.foosSynced)
 	for _, objects := range c.ownedObjects {
 		synced = append(synced, objects.synced)
@@ -308,11 +312,11 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	if c.memory.Deleted.Has(foo.UID) {
+	if c.expectations.Deleted.Has(foo.UID) {
 		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
 		return nil
 	}
-	if c.memory.Outdated.CacheIsBehind(foo) {
+	if c.expectations.Outdated.CacheIsBehind(foo) {
 		logger.V(4).Info("Foo changed before this replica took over, the cache has not shown it yet")
 		return expectations.ErrCacheOutdated
 	}
@@ -361,15 +365,15 @@ func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj,
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1beta1.Foo), newObj.(*samplev1beta1.Foo)
 	// Both are told: each drops the version the cache has moved past.
-	echoAwaited := c.memory.StatusWrites.CacheCaughtUp(newFoo)
-	outdated := c.memory.Outdated.CacheCaughtUp(newFoo)
+	echoAwaited := c.expectations.StatusWrites.CacheCaughtUp(newFoo)
+	outdated := c.expectations.Outdated.CacheCaughtUp(newFoo)
 	c.enqueueFoo(newFoo, echoAwaited || outdated || oldFoo.Generation != newFoo.Generation)
 }
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
 func (c *Controller) onFooDelete(obj interface{}) {
 	if object, ok := objectFromTombstone(obj); ok {
-		c.memory.Forget(object.GetUID())
+		c.expectations.Forget(object.GetUID())
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -943,8 +944,10 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	}
 }
 
-// samplecontroller_owned_cached reads what each owned kind's cache holds.
-func TestOwnedCachedCountsEachOwnedKindsCache(t *testing.T) {
+// samplecontroller_owned_cached reads what each owned kind's cache holds, and
+// samplecontroller_foo_ready the Foos cached, summed over a replica's
+// controllers (one per shard held).
+func TestMetricsSumWhatEachControllerCaches(t *testing.T) {
 	f := newFixture(t)
 	for _, name := range []string{"a", "b"} {
 		foo := testfixtures.NewFoo(name, 1)
@@ -952,7 +955,18 @@ func TestOwnedCachedCountsEachOwnedKindsCache(t *testing.T) {
 		f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
 	}
 	f.newController(context.Background())
-	if got, want := f.controller.ownedCached(), map[string]int{"deployments": 2}; !maps.Equal(got, want) {
-		t.Errorf("ownedCached() = %v, want %v", got, want)
+	one, two := []*Controller{f.controller}, []*Controller{f.controller, f.controller}
+	if got, want := ownedCached(one), map[string]int{"deployments": 2}; !maps.Equal(got, want) {
+		t.Errorf("ownedCached(one controller) = %v, want %v", got, want)
+	}
+	if got, want := ownedCached(two), map[string]int{"deployments": 4}; !maps.Equal(got, want) {
+		t.Errorf("ownedCached(two controllers) = %v, want %v", got, want)
+	}
+	foos, err := cachedFoos(two, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(foos) != 4 {
+		t.Errorf("cachedFoos(two controllers) = %d Foos, want 4", len(foos))
 	}
 }

@@ -104,7 +104,7 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	f.build()
 	stored := foo.DeepCopy()
 	stored.ResourceVersion = "2"
-	f.controller.memory.StatusWrites.Wrote(foo, stored)
+	f.controller.expectations.StatusWrites.Wrote(foo, stored)
 
 	f.controller.onFooUpdate(foo, stored)
 	q := f.controller.workqueue
@@ -113,12 +113,13 @@ func TestStatusEchoNobodyWaitsForGoesToTheBacklog(t *testing.T) {
 	}
 }
 
-// A replica that takes over with a cache behind the API server (pkg/takeover)
-// does not act on the Foos its cache holds in an outdated version: the
-// user scaled this one from 1 to 3 while the cache lagged, and the old leader
-// scaled its Deployment. A sync on the outdated Foo would scale the
-// Deployment back to 1. It writes nothing and is not retried with backoff;
-// the watch event that brings the current Foo queues it again.
+// A replica that takes over with a cache behind the API server
+// (RememberChangedWhileStandby) does not act on the Foos its cache holds in
+// an outdated version: the user scaled this one from 1 to 3 while the cache
+// lagged, and the old leader scaled its Deployment. A sync on the outdated
+// Foo would scale the Deployment back to 1. It writes nothing and is not
+// retried with backoff; the watch event that brings the current Foo queues it
+// again.
 func TestSyncOnFooOutdatedAtTakeoverWritesNothingUntilTheCacheShowsTheCurrentFoo(t *testing.T) {
 	f := newFixture(t)
 	cached := testfixtures.NewFoo("test", 1)
@@ -129,7 +130,7 @@ func TestSyncOnFooOutdatedAtTakeoverWritesNothingUntilTheCacheShowsTheCurrentFoo
 	f.foos = append(f.foos, cached)
 	f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, current))
 	f.build()
-	f.controller.memory.Outdated.ListedNewer(cached, current)
+	f.controller.expectations.Outdated.ListedNewer(cached, current)
 
 	_, ctx := ktesting.NewTestContext(t)
 	q := f.controller.workqueue
@@ -178,7 +179,7 @@ func TestFooOutdatedAtTakeoverIsQueuedFreshWhenTheCacheCatchesUp(t *testing.T) {
 	cached.ResourceVersion = "1"
 	f.foos = append(f.foos, cached)
 	f.build()
-	f.controller.memory.Outdated.ListedNewer(cached, cached)
+	f.controller.expectations.Outdated.ListedNewer(cached, cached)
 	statusWritten := cached.DeepCopy()
 	statusWritten.ResourceVersion = "2"
 	statusWritten.Status.AvailableReplicas = 1
@@ -222,7 +223,7 @@ func TestDeletedFooStillCachedIsNotSyncedAgain(t *testing.T) {
 
 	// Once the cache shows the deletion, the memory is dropped.
 	f.controller.onFooDelete(foo)
-	if f.controller.memory.Deleted.Has(foo.UID) {
+	if f.controller.expectations.Deleted.Has(foo.UID) {
 		t.Error("the deleted Foo is still remembered after its delete event")
 	}
 }
@@ -247,22 +248,22 @@ func TestDeletedFooIsForgottenWhole(t *testing.T) {
 			foo.ResourceVersion = "1"
 			stored := foo.DeepCopy()
 			stored.ResourceVersion = "2"
-			c.memory.StatusWrites.Wrote(foo, stored)
-			c.memory.Deleted.Add(foo.UID)
-			c.memory.Outdated.ListedNewer(foo, stored)
-			c.memory.PrunedStatus.Remember(foo.UID, foo.Status)
+			c.expectations.StatusWrites.Wrote(foo, stored)
+			c.expectations.Deleted.Add(foo.UID)
+			c.expectations.Outdated.ListedNewer(foo, stored)
+			c.expectations.PrunedStatus.Remember(foo.UID, foo.Status)
 
 			c.onFooDelete(deleteEvent.obj(foo))
-			if c.memory.StatusWrites.CacheIsBehind(foo) {
+			if c.expectations.StatusWrites.CacheIsBehind(foo) {
 				t.Error("its status write is still expected")
 			}
-			if c.memory.Deleted.Has(foo.UID) {
+			if c.expectations.Deleted.Has(foo.UID) {
 				t.Error("it is still remembered as deleted")
 			}
-			if c.memory.Outdated.CacheIsBehind(foo) {
+			if c.expectations.Outdated.CacheIsBehind(foo) {
 				t.Error("it is still remembered as outdated")
 			}
-			if c.memory.PrunedStatus.SameAsPruned(foo.UID, foo.Status, desired.EqualIgnoringTransitionTimes) {
+			if c.expectations.PrunedStatus.SameAsPruned(foo.UID, foo.Status) {
 				t.Error("its pruned status is still remembered")
 			}
 		})

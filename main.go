@@ -23,15 +23,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
@@ -40,18 +36,17 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
-	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
-	"github.com/kube-samples/sample-controller/pkg/leader"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/options"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/pkg/serving"
-	"github.com/kube-samples/sample-controller/pkg/sharding"
 	"github.com/kube-samples/sample-controller/pkg/signals"
 )
 
@@ -76,13 +71,15 @@ func main() {
 	klog.Flush()
 }
 
-// run builds the clients, informers and controller, and runs them.
+// run builds the clients, the informers and the controller, and runs them:
+// upstream's main, with the controller built by newController, once for every
+// Foo or once per shard this replica holds (pkg/replicas).
 func run(ctx context.Context, o *options.Options) error {
 	cfg, err := clientconfig.Load(o.Kubeconfig, o.MasterURL)
 	if err != nil {
 		return fmt.Errorf("loading client configuration: %w", err)
 	}
-	if o.LeaderElection.Identity, err = leader.NewIdentity(); err != nil {
+	if o.LeaderElection.Identity, err = replicas.NewIdentity(); err != nil {
 		return err
 	}
 	cfg, kubeCfg := clientconfig.ForController(cfg, o.KubeAPIQPS, o.KubeAPIBurst, o.LeaderElection.Identity)
@@ -94,222 +91,100 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// One controller of every Foo, run by the leader; or, sharded, one per
-	// shard this replica holds.
-	newWork := newLeaderWork
+	// How the replicas share the Foos: one leads, or each holds shards. Sharded, the shards a replica holds share
+	// its room for events waiting to be written, each bringing its share.
+	var eventBacklog *eventrecorder.Backlog
 	if o.Shards > 1 {
-		newWork = newShardedWork
+		eventBacklog = eventrecorder.NewBacklog()
 	}
-	w, err := newWork(ctx, o, cfg, kubeCfg)
+	work, err := replicas.New(ctx, o.LeaderElection, o.Shards, o.Workers, o.Namespace, kubeCfg,
+		func(ctx context.Context, scope replicas.Scope) (*Controller, error) {
+			return newController(ctx, o, cfg, kubeCfg, scope, eventBacklog)
+		})
 	if err != nil {
 		return err
 	}
-	legacyregistry.CustomMustRegister(metrics.NewFooReadinessCollector(w.listFoos),
-		metrics.NewOwnedCachedCollector(w.ownedCached))
+	legacyregistry.CustomMustRegister(
+		metrics.NewFooReadinessCollector(func(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
+			return cachedFoos(work.Controllers(), selector)
+		}),
+		metrics.NewOwnedCachedCollector(func() map[string]int { return ownedCached(work.Controllers()) }))
 
 	// The conversion webhook, served by every replica, standbys too, and
 	// before the informers start: the API server calls it for every read of
 	// a Foo etcd holds in another version, this controller's own list
 	// included.
-	webhook, err := conversion.StartWebhook(ctx, o.Webhook, cfg, kubeCfg)
+	webhook, err := conversionwebhook.Start(ctx, o.Webhook, cfg, kubeCfg)
 	if err != nil {
 		return err
 	}
-	synced, webhookChecks := webhook.Readiness(w.synced...)
+	synced, webhookChecks := webhook.Readiness(work.CachesSynced()...)
 
 	// The watchdog fails liveness 20 s past a lease duration without renewal.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced, webhookChecks...)
-	// A metrics certificate signed by the webhook's CA, which scrapers verify (nil: self-signed).
-	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, webhook.StartMetricsCA(ctx, o.Metrics)); err != nil {
+	// A metrics certificate signed by the controller's CA, which the webhook keeps and scrapers verify (nil: self-signed).
+	metricsCert := certauthority.StartMetricsCertificate(ctx, webhook.CA(), o.Metrics)
+	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, metricsCert); err != nil {
 		return err
 	}
 	if err := serving.ServeProbes(ctx, o.ProbeAddr, liveness, readiness); err != nil {
 		return err
 	}
-	return w.run(ctx, watchdog)
+	return work.Run(ctx, watchdog)
 }
 
-// work is what a replica runs: the informers and controllers, with the
-// caches its readiness waits for and the Foos its metrics count.
-type work struct {
-	synced      []cache.InformerSynced // the Foo cache's first
-	listFoos    func(labels.Selector) ([]*samplev1beta1.Foo, error)
-	ownedCached func() map[string]int
-	run         func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error
-}
-
-// newLeaderWork is upstream's controller, of every Foo, whose workers run
-// while this replica leads (pkg/leader), and whose informers run on every
-// replica: a standby with warm caches takes over in moments.
-func newLeaderWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
-	// The controller's own clients write only while this replica's Lease is
-	// fresh (pkg/leader's Fence); the Lease and metrics clients go unfenced.
-	controllerCfg, controllerKubeCfg := cfg, kubeCfg
-	fence := leader.NewFence(o.LeaderElection)
-	if o.LeaderElection.Enabled {
-		controllerCfg, controllerKubeCfg = fence.Guard(cfg), fence.Guard(kubeCfg)
-	}
-	kubeClient, err := kubernetes.NewForConfig(controllerKubeCfg)
+// newController builds the clients and informers of the Foos of scope (every
+// Foo, or one shard's), and the Controller they feed. Its clients write only
+// while the Lease that gives it the work is fresh (scope.Guard); its
+// informers cache only the objects it manages, each as the few fields it
+// reads (desired.NewOwnedInformers, foocache).
+func newController(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config, scope replicas.Scope,
+	eventBacklog *eventrecorder.Backlog) (*Controller, error) {
+	kubeClient, err := kubernetes.NewForConfig(scope.Guard(kubeCfg))
 	if err != nil {
 		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
 	}
-	sampleClient, err := clientset.NewForConfig(controllerCfg)
+	sampleClient, err := clientset.NewForConfig(scope.Guard(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("building sample clientset: %w", err)
 	}
-
-	// An informer per kind a Foo owns (desired.Registrations), of only the objects this
-	// controller manages, each cached as the few fields it reads (pkg/owned).
 	ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace, o.ResyncPeriod,
-		nil)
+		scope.Narrow)
 	if err != nil {
 		return nil, err
 	}
-	sampleInformerFactory := informers.NewSharedInformerFactoryWithOptions(sampleClient, o.ResyncPeriod,
-		informers.WithNamespace(o.Namespace))
-
-	config := Config{Namespace: o.Namespace}
-	if o.LeaderElection.Enabled {
-		config.Fence = fence
+	fooInformer := foocache.NewInformer(sampleClient, o.Namespace, o.ResyncPeriod, scope.Narrow)
+	config := Config{Namespace: o.Namespace, Shards: scope.Shards(), EventBacklog: eventBacklog}
+	if scope.Fence != nil { // nil without leader election: nothing to wait for
+		config.Fence = scope.Fence
 	}
-	fooInformer := sampleInformerFactory.Samplecontroller().V1beta1().Foos()
-	controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
-	if err != nil {
-		return nil, err
+	if scope.Syncs != nil { // nil unsharded: the workers are the bound
+		config.Syncs = scope.Syncs
 	}
-	run := func(ctx context.Context, watchdog *leaderelection.HealthzAdaptor) error {
-		// Start the informers now, leader or not. On return, cancel first, then wait for them.
-		ctx, cancel := context.WithCancel(ctx)
-		var ownedInformersDone sync.WaitGroup
-		for _, ownedInformer := range ownedInformers {
-			ownedInformersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
-		}
-		sampleInformerFactory.Start(ctx.Done())
-		defer ownedInformersDone.Wait()
-		defer sampleInformerFactory.Shutdown()
-		defer cancel()
-
-		if !o.LeaderElection.Enabled {
-			return controller.Run(ctx, o.Workers)
-		}
-		leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection, 1)
-		if err != nil {
-			return err
-		}
-		return leader.Run(ctx, o.LeaderElection, kubeCfg, watchdog, fence, func(ctx context.Context) error {
-			// After a change from several shards to one, the old shard holders first.
-			leases := leaseClient.CoordinationV1().Leases(o.LeaderElection.Namespace)
-			if err := sharding.WaitUnsharded(ctx, o.LeaderElection, leases); err != nil {
-				return nil // shutdown began
-			}
-			return controller.Run(ctx, o.Workers)
-		})
-	}
-	return &work{synced: controller.cachesSynced(), listFoos: controller.foosLister.List,
-		ownedCached: controller.ownedCached, run: run}, nil
+	return NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
 }
 
-// newShardedWork runs, for each shard this replica holds (pkg/sharding), the
-// same controller as newLeaderWork's, whose informers list and watch that
-// shard's objects alone, and whose clients write only while that shard's
-// Lease is fresh: every replica reconciles its share.
-func newShardedWork(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config) (*work, error) {
-	logger := klog.FromContext(ctx)
-	// A member Lease, and a Lease per shard held: at most all of them.
-	leaseClient, err := leader.LeaseClient(kubeCfg, o.LeaderElection, 1+o.Shards)
-	if err != nil {
-		return nil, err
-	}
-	kubeClient, err := kubernetes.NewForConfig(kubeCfg)
-	if err != nil {
-		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
-	}
-	// Whether the API server filters the shards, or this replica does: the same caches either way.
-	mode, err := sharding.DetectMode(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return kubeClient.AppsV1().Deployments(o.Namespace).List(ctx, opts)
-	}, sharding.Shard{Index: 0, Count: o.Shards})
-	if err != nil {
-		return nil, err
-	}
-	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
-	logger.Info("Shards filtered", "by", mode)
-
-	// The replica's -workers syncs at once, and its room for events waiting to be written (each shard held brings
-	// its share), shared by the shards it holds.
-	syncs, eventBacklog := sharding.NewSyncs(o.Workers), eventrecorder.NewBacklog()
-	newController := func(shard sharding.Shard, fence *leader.Fence) (sharding.Controller, error) {
-		kubeClient, err := kubernetes.NewForConfig(fence.Guard(kubeCfg))
+// cachedFoos are the Foos of selector the controllers cache.
+func cachedFoos(controllers []*Controller, selector labels.Selector) ([]*samplev1beta1.Foo, error) {
+	var foos []*samplev1beta1.Foo
+	for _, c := range controllers {
+		cached, err := c.foosLister.List(selector)
 		if err != nil {
 			return nil, err
 		}
-		sampleClient, err := clientset.NewForConfig(fence.Guard(cfg))
-		if err != nil {
-			return nil, err
-		}
-		// The informers' list options carry the shard's selector (Shard.Narrow).
-		ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace,
-			o.ResyncPeriod, shard.Narrow)
-		if err != nil {
-			return nil, err
-		}
-		fooInformer := foocache.NewNarrowedInformer(sampleClient, o.Namespace, o.ResyncPeriod, shard.Narrow)
-		ctx := klog.NewContext(ctx, logger.WithValues("shard", shard.String()))
-		controller, err := NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer,
-			Config{Namespace: o.Namespace, Fence: fence, Syncs: syncs, Shards: o.Shards, EventBacklog: eventBacklog})
-		if err != nil {
-			return nil, err
-		}
-		return &shardController{controller, ownedInformers, fooInformer.Informer(), o.Workers}, nil
+		foos = append(foos, cached...)
 	}
-	replica := sharding.NewReplica(o.Shards, o.LeaderElection,
-		leaseClient.CoordinationV1().Leases(o.LeaderElection.Namespace), newController)
-	listFoos := func(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
-		var foos []*samplev1beta1.Foo
-		for _, held := range replica.Held() {
-			cached, err := held.(*shardController).foosLister.List(selector)
-			if err != nil {
-				return nil, err
-			}
-			foos = append(foos, cached...)
-		}
-		return foos, nil
-	}
-	ownedCached := func() map[string]int {
-		counts := map[string]int{}
-		for _, held := range replica.Held() {
-			for resource, n := range held.(*shardController).ownedCached() {
-				counts[resource] += n
-			}
-		}
-		return counts
-	}
-	run := func(ctx context.Context, _ *leaderelection.HealthzAdaptor) error {
-		replica.Run(ctx)
-		return nil
-	}
-	return &work{synced: []cache.InformerSynced{replica.HasSynced}, listFoos: listFoos, ownedCached: ownedCached,
-		run: run}, nil
+	return foos, nil
 }
 
-// shardController is the controller of one shard and its informers.
-type shardController struct {
-	*Controller
-	ownedInformers []desired.OwnedInformer
-	fooInformer    cache.SharedIndexInformer
-	workers        int
-}
-
-// Run starts the informers, and runs the controller, which waits for them to
-// sync, until ctx ends; then it waits for the informers to stop.
-func (s *shardController) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	var informersDone sync.WaitGroup
-	defer informersDone.Wait()
-	defer cancel()
-	for _, ownedInformer := range s.ownedInformers {
-		informersDone.Go(func() { ownedInformer.Informer.RunWithContext(ctx) })
+// ownedCached counts the objects of each kind a Foo owns the controllers cache, by resource.
+func ownedCached(controllers []*Controller) map[string]int {
+	counts := map[string]int{}
+	for _, c := range controllers {
+		for _, objects := range c.ownedObjects {
+			counts[objects.GroupResource().Resource] += len(objects.indexer.ListKeys())
+		}
 	}
-	informersDone.Go(func() { s.fooInformer.RunWithContext(ctx) })
-	return s.Controller.Run(ctx, s.workers)
+	return counts
 }

@@ -27,7 +27,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/desired"
-	"github.com/kube-samples/sample-controller/pkg/sharding"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
 
 // The informers' initial lists and resyncs queue Foos in the backlog; a Foo
@@ -82,7 +82,7 @@ func (g *gate) WaitOpen(ctx context.Context) error {
 	}
 }
 
-// While the leader's Lease is overdue (pkg/leader's fence is closed), a
+// While the leader's Lease is overdue (pkg/replicas' fence is closed), a
 // worker holds the key it took and syncs nothing; it syncs once the fence
 // opens, on the cache as it is then.
 func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
@@ -128,7 +128,7 @@ func TestWaitingWorkerStopsOnShutdown(t *testing.T) {
 			f.fence = &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
 		}},
 		{"for room for a sync", func(t *testing.T, f *fixture) {
-			syncs := sharding.NewSyncs(1)
+			syncs := replicas.NewSyncs(1)
 			if err := syncs.Acquire(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -155,13 +155,13 @@ func TestWaitingWorkerStopsOnShutdown(t *testing.T) {
 }
 
 // Sharded, a worker waits while the replica's other shards use every sync it
-// may run (pkg/sharding's Syncs), holding its key and writing nothing; it
+// may run (pkg/replicas' Syncs), holding its key and writing nothing; it
 // syncs once one ends, and it gives the room back.
 func TestWorkerSyncsOnlyOnceTheReplicaHasRoomForASync(t *testing.T) {
 	f := newFixture(t)
 	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
-	syncs := sharding.NewSyncs(1)
+	syncs := replicas.NewSyncs(1)
 	f.syncs = syncs
 	f.newController(ctx)
 	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))

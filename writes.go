@@ -33,7 +33,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/owned"
-	"github.com/kube-samples/sample-controller/pkg/prunedstatus"
 )
 
 // syncOwned brings each object the Foo owns in line with it in the steps of upstream's syncHandler, one call each,
@@ -110,10 +109,10 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1beta1.Foo,
 	status samplev1beta1.FooStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(foo.Status, status) ||
-		c.memory.PrunedStatus.SameAsPruned(foo.UID, status, desired.EqualIgnoringTransitionTimes) {
+		c.expectations.PrunedStatus.SameAsPruned(foo.UID, status) {
 		return false, nil
 	}
-	if c.memory.StatusWrites.CacheIsBehind(foo) {
+	if c.expectations.StatusWrites.CacheIsBehind(foo) {
 		// Computed from the Foo our last status write replaced: it would be refused 409; its event queues the Foo.
 		return false, expectations.ErrCacheBehindOwnWrite
 	}
@@ -125,20 +124,21 @@ func (c *Controller) updateFooStatus(ctx context.Context, foo *samplev1beta1.Foo
 		types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: samplecontroller.ControllerName}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Foo deleted meanwhile, not syncing it until the cache shows it")
-		c.memory.Deleted.Add(foo.UID)
+		c.expectations.Deleted.Add(foo.UID)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	c.memory.StatusWrites.Wrote(foo, updated)
+	c.expectations.StatusWrites.Wrote(foo, updated)
 	if pruned := desired.PrunedStatusFields(status, updated.Status); len(pruned) == 0 {
-		c.memory.PrunedStatus.Forget(foo.UID)
-	} else if c.memory.PrunedStatus.Remember(foo.UID, status) {
+		c.expectations.PrunedStatus.Forget(foo.UID)
+	} else if c.expectations.PrunedStatus.Remember(foo.UID, status) {
 		// Pruned by an outdated CRD: said once per Foo, not rewritten.
 		klog.FromContext(ctx).Error(nil, "Foo status pruned by the API server",
 			"fields", pruned, "crd", samplecontroller.FooCRDName)
-		c.recorder.Event(foo, corev1.EventTypeWarning, samplecontroller.ReasonStatusPruned, prunedstatus.Message(pruned))
+		c.recorder.Event(foo, corev1.EventTypeWarning, samplecontroller.ReasonStatusPruned,
+			expectations.PrunedStatusMessage(pruned))
 	}
 	return true, nil
 }

@@ -78,7 +78,7 @@ fi
 # Service of artifacts/deploy/webhook-service.yaml. controller-gen writes no
 # spec.conversion (kubebuilder adds it with a kustomize patch); this inserts
 # it, in the order controller-gen sorts keys (conversion before group). The
-# caBundle is the controller's to set (pkg/webhookcert); a local run points
+# caBundle is the controller's to set (pkg/certauthority); a local run points
 # clientConfig at its address instead (hack/run.sh, test/framework).
 sed -i '0,/^spec:$/{/^spec:$/r hack/crd-conversion.yaml.txt
 }' "${CRD_FILE}"

@@ -69,7 +69,7 @@ func Load(kubeconfig, masterURL string) (*rest.Config, error) {
 // limit bounds every request the controller makes (Foos, Deployments,
 // events, discovery) together. The leader election and metrics-auth clients
 // are built apart from these configurations, never behind that bucket
-// (pkg/leader, pkg/serving).
+// (pkg/replicas, pkg/serving).
 func ForController(base *rest.Config, qps float64, burst int, identity string) (sample, kube *rest.Config) {
 	sample = rest.CopyConfig(base)
 	sample.QPS, sample.Burst, sample.RateLimiter = rateLimit(qps, burst)

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package conversion converts Foos between the versions of the API the CRD
-// serves, for the API server, which calls the controller's conversion
-// webhook (webhook.go) whenever a client reads or writes a Foo in a version
-// other than the one etcd holds it in.
+// serves, as pure functions of their JSON. The API server asks for a
+// conversion whenever a client reads or writes a Foo in a version other than
+// the one etcd holds it in, through the controller's conversion webhook
+// (pkg/conversionwebhook), which calls Convert.
 //
 // The versions are converted hub and spoke, as Kubernetes converts its own
 // types through an internal version: v1beta1, the storage version and the
@@ -67,6 +68,13 @@ var versions = map[string]version{
 	},
 }
 
+// Serves reports whether apiVersion (group/version) is a served version of
+// Foo: one that Convert converts from and to.
+func Serves(apiVersion string) bool {
+	_, ok := versions[apiVersion]
+	return ok
+}
+
 // decode reads one object of a version.
 func decode[T any](data []byte) (*T, error) {
 	out := new(T)
@@ -105,17 +113,18 @@ func Convert(data []byte, to string) ([]byte, error) {
 	}
 	out := into.fromHub(hub)
 	setAPIVersion(out, to, meta.Kind)
-	return marshal(out)
+	return Marshal(out)
 }
 
-// marshal encodes v as JSON without HTML escaping. encoding/json escapes
-// `<`, `>` and `&` as \u003c and the like, six bytes for one, for JSON put
-// in HTML; an answer goes to the API server, which decodes both the same,
-// and an object of `<` would be answered six times its size. What is still
-// escaped takes no more bytes than it took as sent, but for invalid UTF-8
-// and U+2028 and U+2029, which the webhook's bounds on what it writes
+// Marshal encodes v as JSON without HTML escaping, as Convert encodes a
+// Foo; the webhook encodes the rest of its answer with it too. encoding/json
+// escapes `<`, `>` and `&` as \u003c and the like, six bytes for one, for
+// JSON put in HTML; an answer goes to the API server, which decodes both the
+// same, and an object of `<` would be answered six times its size. What is
+// still escaped takes no more bytes than it took as sent, but for invalid
+// UTF-8 and U+2028 and U+2029, which the webhook's bounds on what it writes
 // catch.
-func marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := stdjson.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -126,11 +135,19 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// quote quotes a version for a message, cut to the longest a version may
-// be: the message is written back and logged, and the version is the
-// caller's.
+// MaxAPIVersionBytes is the longest an apiVersion can be: a group is a DNS
+// subdomain (253 bytes) and a version a DNS label (63), so no served version
+// is longer.
+const MaxAPIVersionBytes = 253 + 1 + 63
+
+// quote quotes a version for a message, the message being written back and
+// logged and the version the caller's: one longer than any version can be
+// is named by its length alone.
 func quote(s string) string {
-	return strconv.Quote(truncate(s, maxAPIVersionBytes))
+	if len(s) > MaxAPIVersionBytes {
+		return fmt.Sprintf("an apiVersion of %d bytes", len(s))
+	}
+	return strconv.Quote(s)
 }
 
 // setAPIVersion sets the type meta of a converted object: the conversion

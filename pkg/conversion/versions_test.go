@@ -18,6 +18,7 @@ package conversion
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,13 +71,16 @@ func TestFooInTheVersionAskedForIsReturnedAsItIs(t *testing.T) {
 }
 
 // Versions the CRD does not serve are refused, both ways, with the version
-// named: the API server shows the message to the client.
+// named: the API server shows the message to the client. One longer than
+// any version can be is named by its length, not written back whole.
 func TestUnservedVersionsAreRefused(t *testing.T) {
 	for _, tc := range []struct{ in, to, want string }{
 		{`{"apiVersion":"samplecontroller.k8s.io/v2","kind":"Foo"}`, beta,
 			`cannot convert from "samplecontroller.k8s.io/v2": not a served version of Foo`},
 		{`{"apiVersion":"samplecontroller.k8s.io/v1beta1","kind":"Foo"}`, "samplecontroller.k8s.io/v1",
 			`cannot convert to "samplecontroller.k8s.io/v1": not a served version of Foo`},
+		{`{"apiVersion":"` + strings.Repeat("v", MaxAPIVersionBytes+1) + `","kind":"Foo"}`, beta,
+			`cannot convert from an apiVersion of 318 bytes: not a served version of Foo`},
 	} {
 		_, err := Convert([]byte(tc.in), tc.to)
 		if err == nil || err.Error() != tc.want {

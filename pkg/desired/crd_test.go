@@ -35,7 +35,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 )
 
@@ -100,8 +100,8 @@ func TestCRDServesBothVersionsAndStoresV1beta1(t *testing.T) {
 	if got, want := crdConversion.Webhook.ConversionReviewVersions, []string{"v1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("conversionReviewVersions %v, want %v", got, want)
 	}
-	if got := crdConversion.Webhook.ClientConfig.Service.Path; got != conversion.Path {
-		t.Errorf("webhook path %q, want conversion.Path %q", got, conversion.Path)
+	if got := crdConversion.Webhook.ClientConfig.Service.Path; got != conversionwebhook.Path {
+		t.Errorf("webhook path %q, want conversionwebhook.Path %q", got, conversionwebhook.Path)
 	}
 }
 

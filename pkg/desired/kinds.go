@@ -57,7 +57,7 @@ type OwnedInformer struct {
 // registrations (in production, Registrations), in order: the objects of
 // that kind the controller manages (labelled LabelManagedBy) in namespace
 // ("" for all), each cached as its owned.Object and indexed by the Foo that
-// controls it; narrow, if not nil, narrows them to one shard (pkg/sharding).
+// controls it; narrow, if not nil, narrows them to one shard (pkg/replicas).
 func NewOwnedInformers(
 	registrations []owned.Registered[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
 	resyncPeriod time.Duration, narrow func(*cache.ListWatch) *cache.ListWatch,

@@ -65,8 +65,8 @@ func TestReadyCondition(t *testing.T) {
 }
 
 // Statuses that differ in their conditions' transition times alone are equal
-// (a pruned status is recognized, pkg/prunedstatus); any other difference is
-// one.
+// (a pruned status is recognized, expectations.PrunedStatuses); any other
+// difference is one.
 func TestEqualIgnoringTransitionTimes(t *testing.T) {
 	status := func(reason string, at time.Time) samplev1beta1.FooStatus {
 		return samplev1beta1.FooStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{

@@ -14,18 +14,23 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package expectations is what the controller knows that its Foo cache does
-// not show yet: the versions of Foos the API server has replaced while the
-// cache still holds them (ReplacedVersions: by the controller's own status
-// write, or found by a takeover's list), and the Foos a write or a takeover
-// found deleted (DeletedFoos).
-//
-// Why upstream's way is not enough: upstream trusts its cache. At scale the
-// cache lags the controller's own writes, and a sync on a Foo whose status
-// write has not come back is refused 409 and retried with backoff, thousands
-// of times during a cold start; and a cache that still holds deleted Foos
-// made a new leader recreate a deleted Foo's Deployment 78 times in a
-// second, each undone by the garbage collector (the chaos test).
+// Package expectations is what the controller knows of each Foo that its Foo
+// cache does not show yet, kept by the Foo's UID in Foos until the cache
+// shows the Foo deleted. Upstream trusts its cache, but a cache lags the API
+// server, by seconds after an outage, and a sync on a Foo as it was undoes
+// what the API server already holds. Each part is one way the controller
+// learns ahead of its cache. StatusWrites (ReplacedVersions): the version
+// each of its own status writes replaced, so that a sync on it sends nothing
+// and waits for the write's event, rather than being refused 409 and retried
+// with backoff, thousands of times during a cold start. Deleted
+// (DeletedFoos): the Foos a status write or a takeover found gone, whose
+// Deployments a lagging cache made a new leader recreate 78 times in a second
+// (the chaos test). Outdated (ReplacedVersions): the Foos a standby finds
+// changed on the API server when it takes over (RememberChangedWhileStandby),
+// as its caches count as synced from their first list: a new leader scaled a
+// Deployment back to what its Foo had asked for before. PrunedStatus
+// (PrunedStatuses): the last status an outdated CRD pruned, so that it is
+// reported once and not written again on every sync.
 package expectations
 
 import (
@@ -37,13 +42,36 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Foos is what the controller knows of each Foo beyond its cache, each part
+// for the reason the package says. All of it is keyed by the Foo's UID and
+// forgotten at once when the cache shows the Foo deleted (Forget): a part
+// added here and not to Forget leaks an entry per deleted Foo. The versions
+// replaced by a status write and those a takeover found outdated are kept
+// apart, as they hold back different steps: an outdated Foo is not synced at
+// all, and a Foo whose status write the cache has not shown gets its
+// Deployment synced and no status written. Its zero value is ready to use.
+type Foos struct {
+	StatusWrites ReplacedVersions // by its status write, until the cache shows it
+	Deleted      DeletedFoos      // the API server said it is gone
+	Outdated     ReplacedVersions // changed while this replica stood by (RememberChangedWhileStandby)
+	PrunedStatus PrunedStatuses   // the status an outdated CRD pruned
+}
+
+// Forget forgets everything known of the Foo uid.
+func (f *Foos) Forget(uid types.UID) {
+	f.StatusWrites.Forget(uid)
+	f.Deleted.Forget(uid)
+	f.Outdated.Forget(uid)
+	f.PrunedStatus.Forget(uid)
+}
+
 // ReplacedVersions remember, per Foo, a resourceVersion its cache holds that
 // the API server has replaced, until the cache shows another one (after a
 // takeover's list, one of the listed generation or a later one): the
 // expectations of kube-controller-manager's controllers, for one version.
 // The controller learns of it before its cache does in two ways: its own
 // status write (Wrote), and the list of the API server a new leader makes
-// (ListedNewer, pkg/takeover). A sync that finds the cache behind gives up
+// (ListedNewer, RememberChangedWhileStandby). A sync that finds the cache behind gives up
 // at once (ErrCacheBehind) and is not retried with backoff; the watch event
 // that brings a newer version queues the Foo ahead of the backlog, if it is
 // due a sync (CacheCaughtUp).

@@ -82,7 +82,7 @@ func Transform(obj interface{}) (interface{}, error) {
 //
 // TypeMeta is not kept: events about a Foo name it by kind and apiVersion,
 // which reference.GetReference looks up in the scheme when the object does
-// not carry them (NewController registers the Foo types there). Cached
+// not carry them (the root's init registers the Foo types there). Cached
 // objects carry them inconsistently anyway: client-go clears them on the
 // objects it decodes from a watch.
 func trim(foo *samplev1beta1.Foo) *samplev1beta1.Foo {

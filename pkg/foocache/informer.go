@@ -31,22 +31,25 @@ import (
 	listers "github.com/kube-samples/sample-controller/pkg/generated/listers/samplecontroller/v1beta1"
 )
 
-// NewNarrowedInformer returns an informer of the Foos of namespace ("" for
-// all), as the generated factory's, whose lists and watches narrow narrows
-// (pkg/sharding's Shard.Narrow: one shard's Foos). The factory can add to a
-// list's options (WithTweakListOptions) but not drop what the API server
+// NewInformer returns an informer of the Foos of namespace ("" for all), as
+// the generated factory's, whose lists and watches narrow, if not nil,
+// narrows (pkg/replicas' Shard.Narrow: one shard's Foos). The factory can add
+// to a list's options (WithTweakListOptions) but not drop what the API server
 // sends, which a server that does not shard its answers makes necessary.
-func NewNarrowedInformer(client clientset.Interface, namespace string, resyncPeriod time.Duration,
+func NewInformer(client clientset.Interface, namespace string, resyncPeriod time.Duration,
 	narrow func(*cache.ListWatch) *cache.ListWatch) informers.FooInformer {
 	foos := client.SamplecontrollerV1beta1().Foos(namespace)
-	lw := narrow(&cache.ListWatch{
+	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return foos.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return foos.Watch(ctx, opts)
 		},
-	})
+	}
+	if narrow != nil {
+		lw = narrow(lw)
+	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client),
 		&samplev1beta1.Foo{}, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	return narrowedInformer{informer}

@@ -98,7 +98,7 @@ var (
 	}, []string{"type"})
 
 	// WebhookForeignCAs counts the CAs of the webhook's CA Secret that its
-	// signing CA did not endorse (pkg/webhookcert).
+	// signing CA did not endorse (pkg/certauthority).
 	WebhookForeignCAs = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem: Subsystem,
 		Name:      "webhook_foreign_cas",
@@ -109,7 +109,7 @@ var (
 	})
 
 	// WebhookRefusedCAs counts the CAs of the webhook's CA Secret that the
-	// controller could not have made, by role and reason (pkg/webhookcert).
+	// controller could not have made, by role and reason (pkg/certauthority).
 	WebhookRefusedCAs = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem: Subsystem,
 		Name:      "webhook_refused_cas",
@@ -133,7 +133,7 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{reasonLabel})
 
-	// The shards of -shards (pkg/sharding), set by a sharded replica alone.
+	// The shards of -shards (pkg/replicas), set by a sharded replica alone.
 	Shards = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem: Subsystem,
 		Name:      "shards",

@@ -30,9 +30,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/certauthority"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/pkg/serving"
-	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
 // Options holds the command line.
@@ -44,13 +44,13 @@ type Options struct {
 	ResyncPeriod time.Duration
 	KubeAPIQPS   float64
 	KubeAPIBurst int
-	// Shards is how many shards the Foos are split into (pkg/sharding); 1:
+	// Shards is how many shards the Foos are split into (pkg/replicas); 1:
 	// unsharded, one leader reconciles them all.
 	Shards int
 
 	Metrics        serving.MetricsOptions
 	ProbeAddr      string
-	LeaderElection leader.Config
+	LeaderElection replicas.Config
 	Webhook        WebhookOptions
 	Logging        *logsapi.LoggingConfiguration
 }
@@ -117,23 +117,23 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		"Address to serve the Foo CRD's conversion webhook on, over HTTPS, from every replica. "+
 			"The API server calls it to read or write a Foo in a version other than the stored one. "+
 			"0 disables it.")
-	fs.StringVar(&w.Namespace, "webhook-namespace", leader.DefaultNamespace(),
+	fs.StringVar(&w.Namespace, "webhook-namespace", replicas.DefaultNamespace(),
 		"Namespace of the webhook's CA Secret and Service. "+
 			"Default: the pod's namespace in a cluster, else default.")
 	fs.StringVar(&w.CASecretName, "webhook-ca-secret", samplecontroller.WebhookCASecretName,
 		"Name of the Secret holding the CA the webhook's serving certificates are signed by, "+
 			"created by the first replica that finds none. The CRD's caBundle is kept to it.")
-	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", webhookcert.DefaultCAValidity,
+	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", certauthority.DefaultCAValidity,
 		"Lifetime of a new webhook CA. After two thirds of it a replica makes the next CA; "+
 			"the CRD trusts both until the old one expires, so no call fails while replicas move over.")
-	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", webhookcert.DefaultLeafValidity,
+	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", certauthority.DefaultLeafValidity,
 		"Lifetime of a replica's webhook serving certificate, signed in memory and renewed after two thirds "+
 			"(never beyond its CA's).")
 
 	le := &o.LeaderElection
 	fs.BoolVar(&le.Enabled, "leader-elect", true,
 		"Elect a leader among replicas through a Lease, so that only one reconciles at a time.")
-	fs.StringVar(&le.Namespace, "leader-elect-namespace", leader.DefaultNamespace(),
+	fs.StringVar(&le.Namespace, "leader-elect-namespace", replicas.DefaultNamespace(),
 		"Namespace of the leader election Lease. Default: the pod's namespace in a cluster, else default.")
 	fs.StringVar(&le.Name, "leader-elect-id", samplecontroller.ControllerName, "Name of the leader election Lease.")
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
@@ -182,9 +182,9 @@ func (o *Options) Validate() error {
 			{"-webhook-ca-validity", o.Webhook.CAValidity},
 			{"-webhook-cert-validity", o.Webhook.CertValidity},
 		} {
-			if f.validity < webhookcert.MinValidity {
+			if f.validity < certauthority.MinValidity {
 				errs = append(errs, fmt.Errorf("%s is %v: it must be at least %v, so that a renewal, "+
-					"begun after two thirds of it, has time to finish", f.flag, f.validity, webhookcert.MinValidity))
+					"begun after two thirds of it, has time to finish", f.flag, f.validity, certauthority.MinValidity))
 			}
 		}
 	}

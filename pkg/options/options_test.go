@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/pkg/serving"
 )
 
@@ -39,7 +39,7 @@ func TestFlags(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 	le := o.LeaderElection
-	if le != (leader.Config{Enabled: true, Namespace: "default", Name: "sample-controller",
+	if le != (replicas.Config{Enabled: true, Namespace: "default", Name: "sample-controller",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
 		t.Errorf("leader election defaults: %+v", le)
 	}

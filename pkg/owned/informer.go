@@ -42,7 +42,7 @@ type ListWatcher[L runtime.Object] interface {
 // streams lists (cache.ToListWatcherWithWatchListSemantics), as a shared
 // informer factory's informer does.
 //
-// narrow, if not nil, narrows what it lists and watches (pkg/sharding's
+// narrow, if not nil, narrows what it lists and watches (pkg/replicas'
 // Shard.Narrow: the objects of one shard alone).
 //
 // Its own, not a shared informer factory's: the factory's informer comes

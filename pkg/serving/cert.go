@@ -33,7 +33,7 @@ import (
 // servingTLSConfig is the TLS configuration of the metrics server. Its
 // certificate comes from certFile and keyFile, reloaded whenever they change
 // (a cert-manager renewal needs no restart), or, when neither is given, from
-// signed (the controller's CA's, pkg/webhookcert's MetricsCA) as soon as it
+// signed (the controller's CA's, pkg/certauthority's MetricsCA) as soon as it
 // returns one, and until then, or when signed is nil, is a self-signed one
 // generated in memory at start, as kube-controller-manager does.
 func servingTLSConfig(

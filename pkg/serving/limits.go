@@ -65,14 +65,15 @@ var (
 	// The conversion webhook's caller is the API server, which gives a
 	// call 30 s in all (the webhook client's timeout; a CRD's conversion
 	// has no timeoutSeconds) and does not retry it. A review's body, even
-	// the largest conversion.Handler takes, arrives in a fraction of read
-	// on any cluster network: read cuts a body that trickles. write is the
-	// API server's 30 s, past which no one reads the answer. idle is longer
-	// than the 90 s Kubernetes' clients keep an idle connection, so that
-	// the client, not the server, closes it, and a POST never races the
-	// server's close. maxConns leaves room for the API servers' connections
-	// beside whatever else reaches the port; conversion.Handler bounds the
-	// reviews, and the memory they hold, on its own. Not shed: an idle
+	// the largest conversionwebhook.Handler takes, arrives in a fraction
+	// of read on any cluster network: read cuts a body that trickles.
+	// write is the API server's 30 s, past which no one reads the answer.
+	// idle is longer than the 90 s Kubernetes' clients keep an idle
+	// connection, so that the client, not the server, closes it, and a
+	// POST never races the server's close. maxConns leaves room for the
+	// API servers' connections beside whatever else reaches the port;
+	// conversionwebhook.Handler bounds the reviews, and the memory they
+	// hold, on its own. Not shed: an idle
 	// connection of the API server's closed under it would fail the POST
 	// it was about to send, which its client does not retry.
 	webhookLimits = limits{readHeader: 10 * time.Second, read: 10 * time.Second, write: 30 * time.Second,

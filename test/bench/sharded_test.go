@@ -38,7 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/metrics"
-	"github.com/kube-samples/sample-controller/pkg/sharding"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -357,7 +357,7 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 func foosByShard(namespaces []string, n, count int) []int {
 	foos := make([]int, count)
 	for i := range n {
-		foos[sharding.Of(namespaces[i%len(namespaces)], count).Index]++
+		foos[replicas.Of(namespaces[i%len(namespaces)], count).Index]++
 	}
 	return foos
 }

@@ -125,7 +125,7 @@ func TestCRDWritePolicyLetsTheServiceAccountWriteTheCABundleAlone(t *testing.T) 
 			before.GetResourceVersion(), after.GetResourceVersion(), apiequality.Semantic.DeepEqual(after.Object["spec"], before.Object["spec"]))
 	}
 
-	// The controller's write (pkg/webhookcert's patchCABundle): a JSON merge
+	// The controller's write (pkg/certauthority's patchCABundle): a JSON merge
 	// patch of the caBundle alone. A new CA is added, then the bundle is put
 	// back, both with the token.
 	original, _, _ := unstructured.NestedString(before.Object, caBundlePath...)
@@ -320,7 +320,7 @@ func waitCRDWritePolicyInForce(t *testing.T, saCRDs dynamic.ResourceInterface) {
 	})
 }
 
-// mergePatchOfCABundle is the patch pkg/webhookcert writes the caBundle
+// mergePatchOfCABundle is the patch pkg/certauthority writes the caBundle
 // with: a JSON merge patch of that field alone.
 func mergePatchOfCABundle(t *testing.T, bundle []byte) []byte {
 	t.Helper()

@@ -138,7 +138,7 @@ func TestDriftIsRepairedAndForeignFieldsKept(t *testing.T) {
 // A repair is conditional on the Deployment it was computed from: the API
 // server refuses a forced apply that carries a resourceVersion older than the
 // Deployment's, so a replica acting on a stale cache (a leader that woke from
-// a pause, see pkg/leader/fence.go) cannot undo a newer write; the same apply
+// a pause, see pkg/replicas/fence.go) cannot undo a newer write; the same apply
 // on the current version goes through.
 func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	ns := newNamespace(t, "stale-repair")

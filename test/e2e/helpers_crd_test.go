@@ -143,7 +143,7 @@ func putCRD(t *testing.T, desired *unstructured.Unstructured) {
 			}
 			updated := current.DeepCopy()
 			updated.Object["spec"] = desired.DeepCopy().Object["spec"]
-			// The caBundle is the controller's (pkg/webhookcert), and
+			// The caBundle is the controller's (pkg/certauthority), and
 			// stays, as with kubectl apply of a manifest that has none.
 			if caBundle, found, _ := unstructured.NestedString(current.Object, caBundlePath...); found {
 				if _, set, _ := unstructured.NestedString(desired.Object, caBundlePath...); !set {

@@ -81,7 +81,7 @@ func (s *leaseSampler) Stop() []leaseSample {
 
 // expectRenewedThroughout checks the readings of a Lease, read as before
 // first: the same holder and transitions in each, and never a fence window
-// (leader.Fence: renew deadline + retry period, at most the lease duration)
+// (replicas.Fence: renew deadline + retry period, at most the lease duration)
 // or longer without a renewal, the time since the last renewal read
 // included: the leader's writes never paused, and no standby could take the
 // Lease. Not the renew deadline alone: client-go's elector gives a renewal

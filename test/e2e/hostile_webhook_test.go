@@ -20,7 +20,7 @@ package e2e
 
 // The conversion webhook under attack: anyone who reaches a replica's port
 // may POST to it, and what that costs the replica is bounded by
-// pkg/conversion and pkg/serving, not by the caller.
+// pkg/conversionwebhook and pkg/serving, not by the caller.
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 )
 
 const (
@@ -92,7 +92,7 @@ func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
 	})
 	logFooSize(t, ns)
 
-	url := c.WebhookURL() + conversion.Path
+	url := c.WebhookURL() + conversionwebhook.Path
 	addr := strings.TrimPrefix(c.WebhookURL(), "https://")
 	before, err := peakRSS(c.Pid())
 	if err != nil {
@@ -244,7 +244,7 @@ func TestHostileConversionReviewsCannotExhaustAReplica(t *testing.T) {
 }
 
 // amplifiedRSSSlack is how far above its idle peak the reviews built to
-// amplify may take a replica's peak RSS: what pkg/conversion says the
+// amplify may take a replica's peak RSS: what pkg/conversionwebhook says the
 // webhook may add to the heap, twice its 24 MiB budget (the decoder's
 // buffer grows by doubling) and as much again of garbage. What a uid of
 // 20 MiB of `<`, then a Foo with an annotation of it, took before the
@@ -277,7 +277,7 @@ func TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite(t *testing.T) 
 		t.Fatal(err)
 	}
 
-	url := c.WebhookURL() + conversion.Path
+	url := c.WebhookURL() + conversionwebhook.Path
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the attacker trusts anything
 	}}
@@ -514,7 +514,7 @@ func trickle(t *testing.T, addr string) time.Duration {
 		closed <- time.Since(start)
 	}()
 	_, _ = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		conversion.Path, addr, 1<<20)
+		conversionwebhook.Path, addr, 1<<20)
 	// A review that stays valid JSON however far it has come: its head,
 	// then blanks between the objects.
 	body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"trickle",` +

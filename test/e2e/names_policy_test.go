@@ -30,14 +30,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/sharding"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
 
 // ownNamesRefusal is enough of the own-names policy's message
 // (artifacts/deploy/names-policy.yaml) to tell it.
 var ownNamesRefusal = "creates the Secret " + samplecontroller.WebhookCASecretName + ", the ConfigMap " +
 	samplecontroller.MetricsCAConfigMapName + ", the Lease " + samplecontroller.ControllerName + " and, sharded, the Leases " +
-	strings.Join(sharding.LeasePrefixes(samplecontroller.ControllerName), "* and ") + "* alone"
+	strings.Join(replicas.LeasePrefixes(samplecontroller.ControllerName), "* and ") + "* alone"
 
 // The deployed ServiceAccount, whose Roles let it create Secrets,
 // ConfigMaps and Leases of any name in its namespace (RBAC cannot name an
@@ -97,7 +97,7 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 		{"Secret " + samplecontroller.WebhookCASecretName, secret(meta(samplecontroller.WebhookCASecretName))},
 		{"ConfigMap " + samplecontroller.MetricsCAConfigMapName, configMap(meta(samplecontroller.MetricsCAConfigMapName))},
 		{"Lease " + deployName, lease(meta(deployName))},
-		// Sharding's (pkg/sharding), admitted by prefix.
+		// Sharding's (pkg/replicas), admitted by prefix.
 		{"Lease " + deployName + "-shard-0-of-4", lease(meta(deployName + "-shard-0-of-4"))},
 		{"Lease " + deployName + "-member-0123abcd", lease(meta(deployName + "-member-0123abcd"))},
 	} {

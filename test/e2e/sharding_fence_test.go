@@ -33,7 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -60,7 +60,7 @@ const (
 func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	w := setUpChaosWorld(t, zombieFoos, rand.New(rand.NewPCG(17, 18)), time.Hour)
 	shard := shardOf(w.ns, fenceShards)
-	replicas := map[string]*shardedReplica{}
+	sharded := map[string]*shardedReplica{}
 	links := map[*shardedReplica]*framework.SlowLink{}
 	for i, name := range []string{"replica-a", "replica-b"} {
 		// Each through a link of its own, to slow the holder's alone (the
@@ -68,12 +68,12 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		link := startSlowLink(t)
 		c := startController(t, name, append(w.replicaArgs(i), fmt.Sprintf("-shards=%d", fenceShards),
 			"-kubeconfig="+slowedKubeconfig(t, w.kubeconfigs[i], link.Addr()))...)
-		replicas[name] = &shardedReplica{Controller: c, identity: shardingIdentity(t, c)}
-		links[replicas[name]] = link
+		sharded[name] = &shardedReplica{Controller: c, identity: shardingIdentity(t, c)}
+		links[sharded[name]] = link
 	}
-	waitShardsSpread(t, deployNamespace, deployName, fenceShards, replicas)
+	waitShardsSpread(t, deployNamespace, deployName, fenceShards, sharded)
 	var holder, other *shardedReplica
-	for _, r := range replicas {
+	for _, r := range sharded {
 		if held := shardsHeldBy(t, deployNamespace, deployName, fenceShards, r.identity); slices.Contains(held, shard) {
 			holder = r
 		} else {
@@ -125,7 +125,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 		resumed.Sub(paused).Round(10*time.Millisecond), other.Name, len(scaled), zombieReplicas, scaled)
 
 	// It gives its shards up, rejoins, and takes its share again.
-	waitShardsSpread(t, deployNamespace, deployName, fenceShards, replicas)
+	waitShardsSpread(t, deployNamespace, deployName, fenceShards, sharded)
 	if lost := grepLines(holder.Log(), regexpShardLost); len(lost) == 0 {
 		t.Errorf("%s did not log the loss of its shards; last log lines:\n%s", holder.Name,
 			framework.Trim(holder.Log(), 3000))
@@ -134,7 +134,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	}
 	// The work it had in hand met the closed fence: without the fence,
 	// those writes reached the API server, and the audit check below failed.
-	if fenced := strings.Count(holder.Log(), leader.ErrFenced.Error()); fenced == 0 {
+	if fenced := strings.Count(holder.Log(), replicas.ErrFenced.Error()); fenced == 0 {
 		t.Errorf("%s logged no write refused by its fence: it had no work in hand at the pause, and the test proves "+
 			"nothing; last log lines:\n%s", holder.Name, framework.Trim(holder.Log(), 3000))
 	} else {

@@ -73,7 +73,7 @@ func shardingIdentity(t *testing.T, c *framework.Controller) string {
 // shardOf is the shard of count a namespace's objects are in: FNV-1a 64 of
 // the name, as KEP-5866 specifies the API server's hash, scaled to count
 // equal ranges. Worked out here with the standard library alone, apart
-// from the controller's code (pkg/sharding), which it checks.
+// from the controller's code (pkg/replicas), which it checks.
 func shardOf(namespace string, count int) int {
 	h := fnv.New64a()
 	h.Write([]byte(namespace))
@@ -406,7 +406,7 @@ func expectCachesHoldTheirShards(t *testing.T, leaseNS, id string, replicas map[
 // of the namespaces this test hashes into it, every one of them once over
 // the shards, and says it filtered the Deployments (ShardInfo). It does
 // not say so of Foos: a custom resource's list is unstructured in the API
-// server, which has no ShardInfo (1.37), so pkg/sharding asks a list of
+// server, which has no ShardInfo (1.37), so pkg/replicas asks a list of
 // Deployments which mode it is in.
 func expectServerFiltersAsTheTestHashes(t *testing.T) {
 	t.Helper()

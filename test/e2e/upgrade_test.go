@@ -100,7 +100,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 	// conversion no one makes and is refused; after that, none may be. The
 	// new replica is in the webhook's Service only once ready, and it can
 	// be ready only if its list of Foos, which needs that very webhook,
-	// does not hold it back (conversion.SelfWait). It runs to the end: the
+	// does not hold it back (conversionwebhook.SelfWait). It runs to the end: the
 	// migration needs its webhook.
 	parent := t
 	var replicas []*framework.Controller

@@ -20,7 +20,7 @@ package e2e
 
 // Two versions of the Foo API served at once: v1beta1, which etcd stores and
 // the controller speaks, and v1alpha1, deprecated, converted by the
-// controller's webhook (pkg/conversion) on every read and write in it.
+// controller's webhook (pkg/conversionwebhook) on every read and write in it.
 
 import (
 	"context"
@@ -253,7 +253,7 @@ func TestWebhookDownRefusesOnlyTheOtherVersionAndLosesNothing(t *testing.T) {
 
 // The webhook's CA is renewed under a running controller without a failed
 // read: the CRD trusts the next CA before any replica serves a certificate
-// it signed (pkg/webhookcert). A CA that lasts 90 s is renewed after 60; a
+// it signed (pkg/certauthority). A CA that lasts 90 s is renewed after 60; a
 // reader in v1alpha1 reads throughout, and the controller ends up serving a
 // certificate of the new CA.
 func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {

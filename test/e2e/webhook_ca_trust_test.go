@@ -18,7 +18,7 @@ limitations under the License.
 
 package e2e
 
-// Only the controller's own CAs are trusted (pkg/webhookcert): a CA written
+// Only the controller's own CAs are trusted (pkg/certauthority): a CA written
 // into the CA Secret by hand, or into the CRD's caBundle, never reaches the
 // caBundle, nor does a signing CA the controller could not have made; revoke-now moves every replica to a new CA and drops the old,
 // without a failed read.
@@ -51,7 +51,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/webhookcert"
+	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -224,7 +224,7 @@ func TestForeignCANeverReachesTheCABundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
-		events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonForeignCA)
+		events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonForeignCA)
 		if err != nil || len(events) == 0 {
 			return false, err
 		}
@@ -242,7 +242,7 @@ func TestForeignCANeverReachesTheCABundle(t *testing.T) {
 		}
 	}
 	reader.readsMore(t, "with a foreign CA in the Secret")
-	events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonForeignCA)
+	events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonForeignCA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestRevokeNowMovesEveryReplicaWithoutAFailedRead(t *testing.T) {
 	reader.readsMore(t, "before the revocation")
 
 	request := time.Now().UTC().Format(time.RFC3339)
-	kubectl(t, "annotate", "secret", secretName, "-n", ns, webhookcert.RevokeAnnotation+"="+request, "--overwrite")
+	kubectl(t, "annotate", "secret", secretName, "-n", ns, certauthority.RevokeAnnotation+"="+request, "--overwrite")
 
 	// The replicas' own work: settle (15 s) and the grace of 60 s after
 	// the new caBundle is seen; the wait allows for a slow machine.
@@ -334,8 +334,8 @@ func TestRevokeNowMovesEveryReplicaWithoutAFailedRead(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		if got := s.Annotations[webhookcert.RevokedAnnotation]; got != request {
-			return false, fmt.Errorf("%s is %q, want %q", webhookcert.RevokedAnnotation, got, request)
+		if got := s.Annotations[certauthority.RevokedAnnotation]; got != request {
+			return false, fmt.Errorf("%s is %q, want %q", certauthority.RevokedAnnotation, got, request)
 		}
 		next := caOf(t, ns, secretName)
 		trusted := certsOf(t, s.Data["trusted.crt"])
@@ -354,8 +354,8 @@ func TestRevokeNowMovesEveryReplicaWithoutAFailedRead(t *testing.T) {
 		}
 		return true, nil
 	})
-	if _, ok := mustSecret(t, ns, secretName).Annotations[webhookcert.RevokingAnnotation]; ok {
-		t.Errorf("%s left on the Secret after the revocation", webhookcert.RevokingAnnotation)
+	if _, ok := mustSecret(t, ns, secretName).Annotations[certauthority.RevokingAnnotation]; ok {
+		t.Errorf("%s left on the Secret after the revocation", certauthority.RevokingAnnotation)
 	}
 	reader.readsMore(t, "through the revocation")
 	if !strings.Contains(a.Log()+b.Log(), "Revoked every conversion webhook CA but the signing one") {
@@ -420,7 +420,7 @@ func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
-		events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonRefusedCA)
+		events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonRefusedCA)
 		if err != nil || len(events) == 0 {
 			return false, err
 		}
@@ -438,7 +438,7 @@ func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
 		return true, nil
 	})
 	reader.readsMore(t, "with a weak CA swapped into the Secret")
-	events, err := secretEvents(ctx, ns, secretName, webhookcert.ReasonRefusedCA)
+	events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonRefusedCA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,14 +455,14 @@ func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
 	}
 
 	request := time.Now().UTC().Format(time.RFC3339)
-	kubectl(t, "annotate", "secret", secretName, "-n", ns, webhookcert.RevokeAnnotation+"="+request, "--overwrite")
+	kubectl(t, "annotate", "secret", secretName, "-n", ns, certauthority.RevokeAnnotation+"="+request, "--overwrite")
 	eventually(t, 3*time.Minute, "the swapped CA replaced and the revocation done", func(ctx context.Context) (bool, error) {
 		s, err := secrets.Get(ctx, secretName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if got := s.Annotations[webhookcert.RevokedAnnotation]; got != request {
-			return false, fmt.Errorf("%s is %q, want %q", webhookcert.RevokedAnnotation, got, request)
+		if got := s.Annotations[certauthority.RevokedAnnotation]; got != request {
+			return false, fmt.Errorf("%s is %q, want %q", certauthority.RevokedAnnotation, got, request)
 		}
 		next := caOf(t, ns, secretName)
 		got, err := crdCABundle(ctx, t)

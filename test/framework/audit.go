@@ -45,7 +45,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/desired"
-	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
 
 // AuditPolicy is the audit policy that records what the checks below read,
@@ -225,7 +225,7 @@ func (e *AuditEvent) String() string {
 // client.
 var controllerAgent = regexp.MustCompile(`^` + regexp.QuoteMeta(samplecontroller.ControllerName) +
 	`/([^/ ]+_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` +
-	`(` + regexp.QuoteMeta(leader.LeaseUserAgentSuffix) + `)?$`)
+	`(` + regexp.QuoteMeta(replicas.LeaseUserAgentSuffix) + `)?$`)
 
 // fromController reports whether the request came from the controller
 // (any user agent of sample-controller's own clients).
@@ -387,8 +387,9 @@ type fooValue struct {
 // judged (a zombie's are still WritesOutsideLeadership's). After a window,
 // until the replica's Foo informer watches again, its cache may hold the
 // Foos as they were when the fault began, or as its last list of them
-// showed them (a new leader's check: pkg/takeover), and its writes are
-// judged from then on (cacheSince).
+// showed them (a new leader's check:
+// expectations.Foos.RememberChangedWhileStandby), and its writes are judged
+// from then on (cacheSince).
 func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []Window) []string {
 	history := fooHistory(events)
 	fills := fooCacheFills(events)
@@ -462,8 +463,8 @@ type fooCache struct {
 	// informer that lists instead watches right after.
 	watches []time.Time
 	// lists are when each accepted list of Foos it sent was answered: a
-	// new leader's check of its cache (pkg/takeover), which defers the
-	// Foos its cache holds in an older version than the list.
+	// new leader's check of its cache (pkg/expectations), which defers
+	// the Foos its cache holds in an older version than the list.
 	lists []time.Time
 }
 

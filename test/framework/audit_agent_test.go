@@ -22,14 +22,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
-	"github.com/kube-samples/sample-controller/pkg/leader"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
 
 // The audit checks recognize the user agents the controller sends, as its
 // own code builds them: were they to miss, a check for writes by a replica
 // that did not lead would find no write of the controller's at all, and pass.
 func TestAuditChecksRecognizeTheControllersUserAgents(t *testing.T) {
-	identity, err := leader.NewIdentity()
+	identity, err := replicas.NewIdentity()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestAuditChecksRecognizeTheControllersUserAgents(t *testing.T) {
 	for what, agent := range map[string]string{
 		"Foo client":        sample.UserAgent,
 		"Deployment client": kube.UserAgent,
-		"Lease client":      kube.UserAgent + leader.LeaseUserAgentSuffix,
+		"Lease client":      kube.UserAgent + replicas.LeaseUserAgentSuffix,
 	} {
 		e := AuditEvent{UserAgent: agent}
 		e.User.Username = "system:serviceaccount:sc:a"

@@ -284,7 +284,7 @@ options:
 // shardedListAndWatchSince is the first minor with the ShardedListAndWatch
 // feature gate (KEP-5866), alpha and off by default: the control plane turns
 // it on, so that the API server filters a sharded controller's lists and
-// watches (pkg/sharding). An older kube-apiserver refuses the unknown gate.
+// watches (pkg/replicas). An older kube-apiserver refuses the unknown gate.
 const shardedListAndWatchSince = 36
 
 // freePortBlock returns the first of n consecutive ports, all free now on

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 )
 
 // webhookService stands in, on 127.0.0.1, for the Service through which a
@@ -92,7 +92,7 @@ func (c *Cluster) WebhookURL() (string, error) {
 		}
 		c.webhook = s
 	}
-	return "https://" + c.webhook.ln.Addr().String() + conversion.Path, nil
+	return "https://" + c.webhook.ln.Addr().String() + conversionwebhook.Path, nil
 }
 
 func startWebhookService() (*webhookService, error) {

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 )
 
 // The binary and the image are named for the controller: the Makefile and
@@ -45,7 +45,7 @@ func TestRunScriptNamesTheClusterAndCRD(t *testing.T) {
 	expectEveryMatch(t, "hack/run.sh", `kubectl wait --for=condition=Established .* crd/(\S+) `, samplecontroller.FooCRDName,
 		"the CRD make run waits for")
 	expectEveryMatch(t, "hack/run.sh", `kubectl patch crd/(\S+) `, samplecontroller.FooCRDName, "the CRD make run points at its webhook")
-	expectEveryMatch(t, "hack/run.sh", `"\$\{WEBHOOK_ADDRESS\}"'(/[a-z]+)"`, conversion.Path, "the webhook's path")
+	expectEveryMatch(t, "hack/run.sh", `"\$\{WEBHOOK_ADDRESS\}"'(/[a-z]+)"`, conversionwebhook.Path, "the webhook's path")
 }
 
 // controller-gen names the CRD file it writes <group>_<plural>.yaml, and

@@ -84,7 +84,7 @@ func TestLeaderElectionRoleNamesTheDeployedLease(t *testing.T) {
 // The sharding Role grants, on the Leases of the Deployment's namespace, the
 // verbs a sharded replica sends besides create (the leader election Role's,
 // confined by name by names-policy.yaml): list, update and delete, which
-// pkg/sharding's TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone
+// pkg/replicas' TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone
 // holds it to.
 func TestShardingRoleGrantsWhatAShardedReplicaSends(t *testing.T) {
 	var d appsv1.Deployment
@@ -105,7 +105,7 @@ func TestShardingRoleGrantsWhatAShardedReplicaSends(t *testing.T) {
 // The FlowSchema sends the deployed replicas' Lease requests to the
 // leader-election priority level: the Deployment's ServiceAccount, in its
 // namespace, where the Lease lives, with every verb the leader election
-// Role grants on Leases (what pkg/leader's lock sends). A subject or a
+// Role grants on Leases (what pkg/replicas' lock sends). A subject or a
 // namespace that drifted would match nothing, and the renewals would queue
 // behind the reviews that guard /metrics again, with nothing to show it.
 func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/options"
-	"github.com/kube-samples/sample-controller/pkg/sharding"
+	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
 
 // The names the deployed controller creates: the defaults of its flags,
@@ -60,7 +60,7 @@ func createdNames(t *testing.T) map[string]string {
 // Leases by the controller's ServiceAccount, exactly one name of each: the
 // Secret of -webhook-ca-secret, the metrics CA ConfigMap, and the Lease of
 // -leader-elect-id, with, for sharding, the names that start with its
-// pkg/sharding.LeasePrefixes. A name renamed on one side only, and the controller's
+// pkg/replicas.LeasePrefixes. A name renamed on one side only, and the controller's
 // own create would be refused the first time it makes it (a new cluster, a
 // CA Secret deleted), or another name admitted.
 func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
@@ -120,7 +120,7 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 		clause := "(request.resource.resource == '" + resource + "' && object.metadata.name == '" + name + "')"
 		if resource == "leases" {
 			clause = "(request.resource.resource == '" + resource + "' && (object.metadata.name == '" + name + "' ||"
-			for _, prefix := range sharding.LeasePrefixes(name) {
+			for _, prefix := range replicas.LeasePrefixes(name) {
 				if p := "object.metadata.name.startsWith('" + prefix + "')"; !strings.Contains(v.Expression, p) {
 					t.Errorf("%s: the validation does not admit the Leases of sharding, %s*: %s", path, prefix, v.Expression)
 				}

@@ -24,22 +24,22 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/options"
-	"github.com/kube-samples/sample-controller/pkg/webhookcert"
 )
 
 // The revoke-now command of docs/api-versions.md annotates the deployed CA
 // Secret, in the Deployment's namespace, with the annotation the controller
 // acts on; the docs name the annotations, the event's reason and the metric
-// as pkg/webhookcert and pkg/metrics define them. A name out of step and the
+// as pkg/certauthority and pkg/metrics define them. A name out of step and the
 // documented command does nothing.
 func TestWebhookCADocsNameWhatTheControllerReads(t *testing.T) {
 	o := options.AddFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
 	var d appsv1.Deployment
 	decode(t, "deployment.yaml", &d)
 	command := "kubectl -n " + d.Namespace + " annotate secret " + o.Webhook.CASecretName + " --overwrite \\\n  " +
-		webhookcert.RevokeAnnotation + "="
+		certauthority.RevokeAnnotation + "="
 	check := func(page string, wants ...string) {
 		t.Helper()
 		text, err := os.ReadFile("../../docs/" + page)
@@ -53,10 +53,10 @@ func TestWebhookCADocsNameWhatTheControllerReads(t *testing.T) {
 		}
 	}
 	check("operations.md", "`"+metrics.WebhookForeignCAs.FQName()+"`")
-	check("api-versions.md", command, `index .metadata.annotations "`+webhookcert.RevokedAnnotation+`"`,
-		"`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.RevokingAnnotation+"`",
-		"`"+webhookcert.RevokedAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`",
+	check("api-versions.md", command, `index .metadata.annotations "`+certauthority.RevokedAnnotation+`"`,
+		"`"+certauthority.RevokeAnnotation+"`", "`"+certauthority.RevokingAnnotation+"`",
+		"`"+certauthority.RevokedAnnotation+"`", "`"+certauthority.ReasonForeignCA+"`",
 		"`"+metrics.WebhookForeignCAs.FQName()+"`")
-	check("security.md", "`"+webhookcert.RevokeAnnotation+"`", "`"+webhookcert.ReasonForeignCA+"`")
+	check("security.md", "`"+certauthority.RevokeAnnotation+"`", "`"+certauthority.ReasonForeignCA+"`")
 	check("monitoring.md", "`"+metrics.WebhookForeignCAs.FQName()+"`")
 }

@@ -30,7 +30,7 @@ import (
 
 	"github.com/kube-samples/sample-controller/internal/crdfile"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
-	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -56,8 +56,8 @@ func TestCRDReachesTheDeployedWebhook(t *testing.T) {
 		t.Errorf("the CRD names Service %s/%s; %s/webhook-service.yaml is %s/%s, the Deployment in %s; want %s",
 			ref.Namespace, ref.Name, deployDir, svc.Namespace, svc.Name, d.Namespace, samplecontroller.WebhookServiceName)
 	}
-	if ref.Path != conversion.Path {
-		t.Errorf("the CRD calls %s, the webhook serves %s", ref.Path, conversion.Path)
+	if ref.Path != conversionwebhook.Path {
+		t.Errorf("the CRD calls %s, the webhook serves %s", ref.Path, conversionwebhook.Path)
 	}
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != ref.Port {
 		t.Fatalf("the CRD calls port %d, the Service has %+v", ref.Port, svc.Spec.Ports)

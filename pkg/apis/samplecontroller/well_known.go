@@ -60,7 +60,7 @@ const (
 // The metrics server's names. Prometheus scrapes every replica behind
 // MetricsServiceName, over HTTPS with a certificate the controller's CA signs
 // for that Service's DNS names (when the webhook's CA is there; see
-// pkg/webhookcert's MetricsCA) and that a scraper verifies with the CA bundle
+// pkg/certauthority's MetricsCA) and that a scraper verifies with the CA bundle
 // the replicas keep in the ConfigMap MetricsCAConfigMapName, key
 // MetricsCAKey, of the controller's namespace. Its bearer token must be issued
 // for MetricsAudience: a token for the API server alone is refused, so a

@@ -1,0 +1,472 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package replicas
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+)
+
+// defaults are the -leader-elect-* defaults.
+var defaults = Config{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+
+// clock is a settable clock for the fence.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func fenceAt(c *clock) *Fence {
+	f := NewFence(defaults)
+	f.now = c.now
+	return f
+}
+
+func TestFenceWindowEndsWhenTheElectorWouldGiveUpAndNeverAfterTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want time.Duration
+	}{
+		{defaults, 12 * time.Second},
+		{Config{LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 5 * time.Second}, 45 * time.Second},
+		{Config{LeaseDuration: 15 * time.Second, RenewDeadline: 14 * time.Second, RetryPeriod: 2 * time.Second}, 15 * time.Second},
+	} {
+		if got := fenceWindow(tc.cfg); got != tc.want {
+			t.Errorf("fenceWindow(%+v) = %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+func TestFenceOpensAtRenewalAndClosesAfterTheWindow(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("before any renewal: %v, want ErrFenced", err)
+	}
+
+	f.RenewedAt(c.t)
+	c.t = c.t.Add(11*time.Second + 999*time.Millisecond)
+	if err := f.Check(); err != nil {
+		t.Fatalf("11.999 s after the renewal: %v, want open", err)
+	}
+	c.t = c.t.Add(time.Millisecond)
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("12 s after the renewal: %v, want ErrFenced", err)
+	}
+
+	// A renewal sent before the last one recorded (an answer arriving
+	// late) does not move the window back.
+	f.RenewedAt(c.t)
+	f.RenewedAt(c.t.Add(-5 * time.Second))
+	c.t = c.t.Add(11 * time.Second)
+	if err := f.Check(); err != nil {
+		t.Fatalf("11 s after the latest renewal: %v, want open", err)
+	}
+}
+
+// fakeLock answers the elector's writes with err.
+type fakeLock struct {
+	resourcelock.Interface
+	err    error
+	writes int
+	// record is what Get returns.
+	record resourcelock.LeaderElectionRecord
+}
+
+func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r := l.record
+	return &r, nil, nil
+}
+
+func (l *fakeLock) Identity() string { return "replica-a" }
+func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.writes++
+	return l.err
+}
+func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	l.writes++
+	return l.err
+}
+
+func TestLockOpensTheFenceAsOfWhenASuccessfulRenewalWasSent(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	inner := &fakeLock{}
+	// The acquisition takes 3 s to be answered: the window runs from when
+	// it was sent, as the standby's runs from when it saw it, later.
+	lock := &fencedLock{Interface: &slowLock{fakeLock: inner, clock: c, took: 3 * time.Second}, fence: f}
+	sent := c.t
+	if err := lock.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.renewed != sent {
+		t.Errorf("renewal recorded at %s, want the time it was sent, %s", f.renewed, sent)
+	}
+
+	// A failed renewal records nothing.
+	inner.err = errors.New("etcdserver: request timed out")
+	c.t = c.t.Add(time.Second)
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err == nil {
+		t.Fatal("the failed update was reported a success")
+	}
+	if f.renewed != sent {
+		t.Errorf("a failed renewal moved the fence to %s", f.renewed)
+	}
+}
+
+// deadlineLock is a fakeLock that records, at each Get, its context's
+// deadline (zero when unbounded) and whether it had already ended.
+type deadlineLock struct {
+	*fakeLock
+	deadline time.Time
+	ended    bool
+}
+
+func (l *deadlineLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	l.deadline, _ = ctx.Deadline()
+	l.ended = ctx.Err() != nil
+	return l.fakeLock.Get(ctx)
+}
+
+// A leader's Lease requests end when its Lease, as it last renewed it,
+// expires (lease duration 15 s): the release client-go sends after renewing
+// failed for the renew deadline (10 s) then holds up the exit no later than
+// when a standby may take the Lease, however long the API server takes.
+func TestALeadersLeaseRequestsEndWhenItsLeaseExpires(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	inner := &deadlineLock{fakeLock: &fakeLock{}}
+	lock := &fencedLock{Interface: inner, fence: fenceAt(c), leaseDuration: defaults.LeaseDuration}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !inner.deadline.IsZero() {
+		t.Errorf("before it held the Lease, a read was given until %v, want no bound of the lock's", inner.deadline)
+	}
+
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(12 * time.Second) // renewals failed since; the elector gives up and reads the Lease to release it
+	// The deadline is set on the real clock: 3 s after some moment of the Get.
+	before := time.Now()
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	if inner.deadline.Before(before.Add(3*time.Second)) || inner.deadline.After(after.Add(3*time.Second)) {
+		t.Errorf("12 s after the renewal was sent, a read was given %v from its start, want the 3 s left of the Lease",
+			inner.deadline.Sub(before))
+	}
+
+	c.t = c.t.Add(4 * time.Second)
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !inner.ended {
+		t.Errorf("past the Lease's expiry, a read was given until %v, want an ended context", inner.deadline)
+	}
+}
+
+// renewedLock returns a fence and the fenced fakeLock of replica-a, which
+// has just renewed its Lease through it.
+func renewedLock(t *testing.T) (*Fence, *fakeLock, *fencedLock) {
+	t.Helper()
+	f := fenceAt(&clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)})
+	inner := &fakeLock{}
+	lock := &fencedLock{Interface: inner, fence: f}
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}); err != nil {
+		t.Fatal(err)
+	}
+	return f, inner, lock
+}
+
+func TestReleasingTheLeaseClosesTheFenceBeforeItIsSent(t *testing.T) {
+	f, inner, lock := renewedLock(t)
+	if err := f.Check(); err != nil {
+		t.Fatalf("after renewing: %v", err)
+	}
+	// The release fails to reach the API server: the fence stays closed all
+	// the same, since it may have been applied.
+	inner.err = errors.New("context deadline exceeded")
+	_ = lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: ""})
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("after releasing: %v, want ErrFenced", err)
+	}
+	if inner.writes != 2 {
+		t.Errorf("%d writes reached the lock, want 2", inner.writes)
+	}
+}
+
+func TestReleaseOfALeaseAnotherReplicaHoldsIsRefused(t *testing.T) {
+	f, inner, lock := renewedLock(t)
+	// Paused past its lease, replica-a reads the Lease that replica-b took
+	// over meanwhile, then releases it as client-go's elector does.
+	inner.record = resourcelock.LeaderElectionRecord{HolderIdentity: "replica-b"}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "", LeaseDurationSeconds: 1})
+	if !errors.Is(err, errNotOurs) {
+		t.Errorf("release of replica-b's Lease: %v, want errNotOurs", err)
+	}
+	if inner.writes != 1 {
+		t.Errorf("%d writes reached the lock, want 1 (the renewal, not the release)", inner.writes)
+	}
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("after the refused release: %v, want ErrFenced", err)
+	}
+
+	// Its own Lease, as last read, it releases.
+	inner.record = resourcelock.LeaderElectionRecord{HolderIdentity: "replica-a"}
+	if _, _, err := lock.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "", LeaseDurationSeconds: 1}); err != nil {
+		t.Errorf("release of its own Lease: %v", err)
+	}
+	if inner.writes != 2 {
+		t.Errorf("%d writes reached the lock, want 2", inner.writes)
+	}
+}
+
+// The same, through client-go's own elector on a fake clientset: a leader
+// shut down after another replica took its Lease over, and before its next
+// renewal showed it, must leave that Lease alone. client-go v0.37.2's
+// tryRelease reads the Lease, then judges by the record it observed at its
+// last renewal, which still names it.
+func TestElectorShutDownAfterATakeoverLeavesTheNewLeadersLease(t *testing.T) {
+	client := fake.NewClientset()
+	cfg := Config{Namespace: "default", Name: "sample-controller",
+		// Renewals far apart: between its first renewal and the shutdown,
+		// replica-a reads nothing, as a paused process.
+		LeaseDuration: time.Hour, RenewDeadline: 50 * time.Minute, RetryPeriod: 40 * time.Minute}
+	lock := &fencedLock{fence: NewFence(cfg), Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "replica-a"},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: cfg.Name, ReleaseOnCancel: true,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { <-ctx.Done() },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		elector.Run(ctx)
+	}()
+
+	// replica-a creates the Lease, then renews it straight away, once.
+	leases := client.CoordinationV1().Leases(cfg.Namespace)
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(leaseVerbs(client)) >= 3, nil
+	})
+	if err != nil {
+		t.Fatalf("replica-a's first renewal: %v; Lease requests %v", err, leaseVerbs(client))
+	}
+	lease, err := leases.Get(ctx, cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("replica-b")
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(time.Minute):
+		t.Fatal("the elector did not return within a minute of its context's end")
+	}
+	// Acquire (get, create), renew (update); the takeover (get, update);
+	// the release reads the Lease and sends nothing.
+	if got, want := leaseVerbs(client), []string{"get", "create", "update", "get", "update", "get"}; !slices.Equal(got, want) {
+		t.Errorf("Lease requests %v, want %v", got, want)
+	}
+	lease, err = leases.Get(context.Background(), cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != "replica-b" {
+		t.Errorf("the Lease's holder is %q, want replica-b", holder)
+	}
+}
+
+// leaseVerbs are the verbs of the requests for Leases the fake clientset has
+// seen, in order.
+func leaseVerbs(client *fake.Clientset) []string {
+	var verbs []string
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "leases" {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	return verbs
+}
+
+// slowLock is a fakeLock whose writes take a while on the fence's clock.
+type slowLock struct {
+	*fakeLock
+	clock *clock
+	took  time.Duration
+}
+
+func (l *slowLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	l.clock.t = l.clock.t.Add(l.took)
+	return l.fakeLock.Create(ctx, r)
+}
+
+func TestGuardedClientWritesOnlyWhileTheFenceIsOpen(t *testing.T) {
+	var got []string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer server.Close()
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	cfg := f.Guard(&rest.Config{Host: server.URL})
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(method string) error {
+		req, err := http.NewRequest(method, server.URL+"/apis/apps/v1/namespaces/ns/deployments/d", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	// Closed: reads pass, writes are refused before they leave.
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		err := send(method)
+		if wantRefused := method != "GET"; wantRefused != errors.Is(err, ErrFenced) {
+			t.Errorf("%s while closed: %v", method, err)
+		}
+	}
+	// Open: everything passes.
+	f.RenewedAt(c.t)
+	for _, method := range []string{"PATCH", "DELETE"} {
+		if err := send(method); err != nil {
+			t.Errorf("%s while open: %v", method, err)
+		}
+	}
+	want := []string{
+		"GET /apis/apps/v1/namespaces/ns/deployments/d",
+		"PATCH /apis/apps/v1/namespaces/ns/deployments/d",
+		"DELETE /apis/apps/v1/namespaces/ns/deployments/d",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the server received\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestClosedFiresWhenTheWindowPassesWithoutRenewal(t *testing.T) {
+	// The fence reads a clock the test sets (nanoseconds after start), so
+	// only that clock says when the window has passed, however slowly the
+	// machine runs the fence's goroutine.
+	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	var elapsed atomic.Int64
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	f := NewFence(Config{LeaseDuration: time.Second, RenewDeadline: 200 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}) // a 300 ms window
+	f.now = func() time.Time { return at(time.Duration(elapsed.Load())) }
+	f.RenewedAt(at(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	closed := f.closed(ctx)
+
+	// Renewed at 200 ms: the window moves to end at 500 ms, past the first
+	// closing time (300 ms).
+	elapsed.Store(int64(200 * time.Millisecond))
+	f.RenewedAt(at(200 * time.Millisecond))
+	elapsed.Store(int64(499 * time.Millisecond))
+	// The goroutine looks at the clock whenever the time it computed is
+	// left passes: a second gives it many looks, none of which may close.
+	select {
+	case <-closed:
+		t.Fatal("closed at 499 ms, before the window opened by the renewal at 200 ms ends (500 ms)")
+	case <-time.After(time.Second):
+	}
+
+	elapsed.Store(int64(500 * time.Millisecond))
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not closed 10 s after the window passed")
+	}
+	if err := f.Check(); !errors.Is(err, ErrFenced) {
+		t.Errorf("Check after closed fired: %v", err)
+	}
+}
+
+func TestWaitOpenReturnsAtTheNextRenewalOrWhenCancelled(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	opened := make(chan error)
+	go func() { opened <- f.WaitOpen(context.Background()) }()
+	f.RenewedAt(c.t)
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("WaitOpen: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitOpen did not return after a renewal")
+	}
+
+	c.t = c.t.Add(12 * time.Second) // closed again
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { opened <- f.WaitOpen(ctx) }()
+	cancel()
+	select {
+	case err := <-opened:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("WaitOpen after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitOpen did not return when cancelled")
+	}
+}

@@ -1,0 +1,124 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package replicas
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The Leases of a sharded controller, all in the leader election namespace and
+// named after -leader-elect-id (Config.Lease.Name), "sample-controller":
+//   - sample-controller-member-<hash of the identity>: one per replica, which
+//     renews it while it runs. The live members are those whose Lease this
+//     replica saw renewed within the lease duration.
+//   - sample-controller-shard-<index>-of-<count>: one per shard. Its holder
+//     reconciles the shard's Foos, and writes for them only while it renews
+//     it (the shard's fence, fence.go). The count is in the name, so that
+//     replicas told different counts (a change of -shards rolling out) never
+//     read one another's Leases as theirs.
+//   - sample-controller: the unsharded leader's (leader.go). While any
+//     replica holds it, a sharded replica takes no shard, and the reverse: a
+//     change between one shard and several rolls out without two writers.
+const (
+	// LabelLeaseSet marks the member and shard Leases with the name they
+	// are named after.
+	LabelLeaseSet = "samplecontroller.k8s.io/lease-set"
+	memberInfix   = "-member-"
+	shardInfix    = "-shard-"
+)
+
+// LeasePrefixes are the prefixes of the names of the member and shard
+// Leases named after name: what the own-names admission policy admits.
+func LeasePrefixes(name string) []string { return []string{name + shardInfix, name + memberInfix} }
+
+// memberLeaseName is the member Lease of the replica identity: a hash, since
+// an identity (host name and UUID, NewIdentity) is no valid object name.
+func memberLeaseName(name, identity string) string {
+	h := fnv.New32a()
+	h.Write([]byte(identity))
+	return fmt.Sprintf("%s%s%08x", name, memberInfix, h.Sum32())
+}
+
+// ShardLeaseName is the Lease of the shard.
+func ShardLeaseName(name string, shard Shard) string { return name + shardInfix + shard.String() }
+
+// parseShardLease returns the shard whose Lease is leaseName, if it is one of
+// the shard Leases named after name.
+func parseShardLease(name, leaseName string) (Shard, bool) {
+	rest, ok := strings.CutPrefix(leaseName, name+shardInfix)
+	if !ok {
+		return Shard{}, false
+	}
+	index, count, ok := strings.Cut(rest, "-of-")
+	if !ok {
+		return Shard{}, false
+	}
+	i, err1 := strconv.Atoi(index)
+	n, err2 := strconv.Atoi(count)
+	if err1 != nil || err2 != nil || i < 0 || i >= n {
+		return Shard{}, false
+	}
+	return Shard{Index: i, Count: n}, true
+}
+
+// holderOf is the Lease's holder, "" when released.
+func holderOf(lease *coordinationv1.Lease) string {
+	if lease == nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// newLease is a Lease named name held by identity from now, labelled as set's.
+func newLease(namespace, name, set, identity string, duration time.Duration, now time.Time) *coordinationv1.Lease {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: name, Labels: map[string]string{LabelLeaseSet: set},
+	}}
+	hold(lease, identity, duration, now)
+	return lease
+}
+
+// hold makes identity the holder of lease from now: acquired now, and one
+// transition more, unless it held it already.
+func hold(lease *coordinationv1.Lease, identity string, duration time.Duration, now time.Time) {
+	at := metav1.NewMicroTime(now)
+	if holderOf(lease) != identity {
+		if lease.ResourceVersion != "" { // an existing Lease changes hands
+
+			lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+		}
+		lease.Spec.HolderIdentity = ptr.To(identity)
+		lease.Spec.AcquireTime = &at
+	}
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(duration / time.Second))
+	lease.Spec.RenewTime = &at
+}
+
+// release makes lease held by no one.
+func release(lease *coordinationv1.Lease) {
+	lease.Spec.HolderIdentity = nil
+	lease.Spec.AcquireTime = nil
+	lease.Spec.RenewTime = nil
+}

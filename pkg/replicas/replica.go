@@ -1,0 +1,501 @@
+/*
+Copyright The Sample Controller Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package replicas
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-samples/sample-controller/pkg/metrics"
+)
+
+// Replica takes part in sharding: it renews its member Lease, and holds the
+// shard Leases Assign gives it, running a Controller for each, at each retry
+// period. It needs no coordinator: every replica reads the same Leases.
+//
+// A shard changes hands in two ways. Released: its holder, no longer
+// assigned it, stops its Controller (the workers finish the Foo in hand),
+// closes the fence, and then clears the Lease, which the new holder takes at
+// its next retry. Lost: its holder stopped renewing (killed, frozen, cut off
+// from the API server), and the new holder takes the Lease once it has seen
+// it unchanged for the lease duration, by its own clock, as client-go's
+// elector does. Either way the old holder's fence is closed before the new
+// holder can write, for the same reason as the leader's (fence.go), and the
+// new holder lists the shard afresh before its first write: a Foo changed
+// during the handover is in that list.
+type Replica[C Controller] struct {
+	count         int
+	workers       int
+	cfg           Config
+	leases        coordinationclient.LeaseInterface
+	newController func(context.Context, Scope) (C, error)
+	syncs         *Syncs // the replica's -workers syncs at once, which the shards it holds share
+	now           func() time.Time
+
+	// observed is when this replica saw each Lease change, by name.
+	observed map[string]observation
+
+	mu        sync.Mutex
+	held      map[int]*heldShard[C]
+	releasing map[int]bool // shards being given up: not taken again until cleared
+	done      sync.WaitGroup
+}
+
+// observation is a Lease's last resourceVersion, and when this replica saw it.
+type observation struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// heldShard is a shard whose Lease this replica holds.
+type heldShard[C Controller] struct {
+	shard      Shard
+	lease      *coordinationv1.Lease // as last written
+	fence      *Fence
+	controller C
+	stop       context.CancelFunc
+	stopped    chan struct{} // closed once the Controller returned
+	renewed    time.Time     // when the last successful renewal was sent
+}
+
+// NewReplica returns the sharding of count shards for the replica of cfg
+// (its identity, the Leases' namespace, name and timing), whose Leases
+// leases reads and writes: a client of their own, as leader election has.
+// For each shard it holds, it builds a Controller with newController and
+// runs it with workers workers; the shards share the replica's workers syncs
+// at once (Syncs).
+func NewReplica[C Controller](count, workers int, cfg Config, leases coordinationclient.LeaseInterface,
+	newController func(context.Context, Scope) (C, error)) *Replica[C] {
+	return &Replica[C]{
+		count: count, workers: workers, cfg: cfg, leases: leases, newController: newController,
+		syncs: NewSyncs(workers), now: time.Now,
+		observed: map[string]observation{}, held: map[int]*heldShard[C]{}, releasing: map[int]bool{},
+	}
+}
+
+// Run takes part in sharding until ctx ends. Then it stops the Controllers
+// of the shards it holds, waits for them to finish, releases their Leases,
+// and deletes its member Lease: the other replicas take its shards at their
+// next retry instead of after the lease duration.
+func (r *Replica[C]) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("shards", r.count, "identity", r.cfg.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	metrics.Shards.Set(float64(r.count))
+	logger.Info("Sharding the Foos among the replicas")
+	// client-go's elector's jitter: replicas started together spread out.
+	wait.JitterUntilWithContext(ctx, r.round, r.cfg.RetryPeriod, 1.2, true)
+
+	// Every shard at once: each waits for its workers to finish the Foo in hand.
+	r.mu.Lock()
+	for _, h := range r.held {
+		r.done.Go(func() { r.release(ctx, h) })
+	}
+	r.mu.Unlock()
+	r.done.Wait()
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+	defer cancel()
+	err := r.leases.Delete(shutdown, memberLeaseName(r.cfg.Name, r.cfg.Identity), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Could not delete this replica's member Lease; the others see it gone after the lease duration")
+	}
+	logger.Info("Left sharding")
+}
+
+// round is one retry period's work: read the Leases, renew its own, give up
+// the shards no longer assigned to it, renew the others, and take those
+// assigned to it that are free, once it has joined.
+func (r *Replica[C]) round(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	list, err := r.leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		logger.Error(err, "Could not read the Leases; renewing none this time")
+		r.loseOverdue(ctx)
+		return
+	}
+	now := r.now()
+	leases := map[string]*coordinationv1.Lease{}
+	for i := range list.Items {
+		lease := &list.Items[i]
+		leases[lease.Name] = lease
+		if seen, ok := r.observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
+			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
+		}
+	}
+	// A replica takes shards from its second round on: by then the
+	// replicas started beside it (a Deployment's pods, a rollout) have
+	// written their member Leases too, and it takes its share of the
+	// shards. Taking every shard at its first round, it would list every
+	// Foo, and hand most over a retry period later: the peak memory that
+	// sharding saves, and the syncs done twice.
+	member := leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)]
+	r.renewMember(ctx, member, now)
+	r.deleteDeadMembers(ctx, leases, now)
+
+	holders := Assign(r.count, r.liveMembers(leases, now))
+	r.mu.Lock()
+	held := make([]*heldShard[C], 0, len(r.held))
+	for _, h := range r.held {
+		held = append(held, h)
+	}
+	r.mu.Unlock()
+	// The renewals go out at once: one the API server is slow to answer
+	// does not take from the time the others have left.
+	var renewals sync.WaitGroup
+	for _, h := range held {
+		lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]
+		switch {
+		case holderOf(lease) != r.cfg.Identity:
+			r.lose(ctx, h, fmt.Sprintf("its Lease is held by %q", holderOf(lease)))
+		case holders[h.shard.Index] != r.cfg.Identity:
+			r.mu.Lock()
+			delete(r.held, h.shard.Index)
+			r.releasing[h.shard.Index] = true
+			r.mu.Unlock()
+			r.done.Go(func() { r.release(ctx, h) })
+		default:
+			renewals.Go(func() { r.renew(ctx, h, lease) })
+		}
+	}
+	renewals.Wait()
+	r.loseOverdue(ctx)
+
+	if member == nil {
+		logger.V(2).Info("Joined; taking shards from the next round, once the replicas started beside this one have joined")
+		return
+	}
+	if other := r.otherWriter(leases, now); other != "" {
+		logger.V(2).Info("Taking no shard while replicas sharded otherwise hold Leases", "lease", other)
+		return
+	}
+	for index, holder := range holders {
+		r.mu.Lock()
+		_, isHeld := r.held[index]
+		busy := isHeld || r.releasing[index]
+		r.mu.Unlock()
+		if holder != r.cfg.Identity || busy {
+			continue
+		}
+		shard := Shard{Index: index, Count: r.count}
+		r.acquire(ctx, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now)
+	}
+}
+
+// liveMembers are the identities of the replicas whose member Lease this
+// replica saw renewed within the lease duration, itself among them.
+func (r *Replica[C]) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) []string {
+	members := []string{r.cfg.Identity}
+	for name, lease := range leases {
+		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) {
+			continue
+		}
+		if holder := holderOf(lease); holder != "" && !r.expired(name, now) && !slices.Contains(members, holder) {
+			members = append(members, holder)
+		}
+	}
+	return members
+}
+
+// deleteDeadMembers deletes the member Leases this replica has seen unchanged
+// for twice the lease duration: a replica killed leaves its own behind (one
+// that stops deletes it), and a Deployment's pods come and go. Deleted only
+// as seen, by resourceVersion: one renewed meanwhile stays.
+func (r *Replica[C]) deleteDeadMembers(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+	for name, lease := range leases {
+		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) ||
+			now.Sub(r.observed[name].at) < 2*r.cfg.LeaseDuration {
+			continue
+		}
+		err := r.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+			ResourceVersion: &lease.ResourceVersion}})
+		if err == nil {
+			klog.FromContext(ctx).V(2).Info("Deleted the member Lease of a replica gone", "lease", name,
+				"holder", holderOf(lease))
+			delete(r.observed, name)
+		}
+	}
+}
+
+// isMemberLease reports whether name is a member Lease of the set name.
+func isMemberLease(set, name string) bool { return strings.HasPrefix(name, set+memberInfix) }
+
+// expired reports whether this replica has seen the Lease name unchanged for
+// the lease duration.
+func (r *Replica[C]) expired(name string, now time.Time) bool {
+	return now.Sub(r.observed[name].at) >= r.cfg.LeaseDuration
+}
+
+// otherWriter names a Lease, held and not expired, of replicas that would
+// write for the same Foos under another sharding: the unsharded leader's, or
+// a shard's of another count. "" when there is none.
+func (r *Replica[C]) otherWriter(leases map[string]*coordinationv1.Lease, now time.Time) string {
+	for name, lease := range leases {
+		if holderOf(lease) == "" || r.expired(name, now) {
+			continue
+		}
+		if name == r.cfg.Name {
+			return name
+		}
+		if shard, ok := parseShardLease(r.cfg.Name, name); ok && shard.Count != r.count {
+			return name
+		}
+	}
+	return ""
+}
+
+// renewMember creates or renews this replica's member Lease.
+func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Lease, now time.Time) {
+	var err error
+	if lease == nil {
+		lease = newLease(r.cfg.Namespace, memberLeaseName(r.cfg.Name, r.cfg.Identity), r.cfg.Name, r.cfg.Identity,
+			r.cfg.LeaseDuration, now)
+		_, err = r.leases.Create(ctx, lease, metav1.CreateOptions{})
+	} else {
+		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, now)
+		_, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Could not renew this replica's member Lease")
+	}
+}
+
+// acquire takes the shard's Lease if it is free: missing, released, or seen
+// unchanged for the lease duration. Then it starts the shard's Controller.
+func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinationv1.Lease, now time.Time) {
+	logger := klog.FromContext(ctx).WithValues("shard", shard.String())
+	name := ShardLeaseName(r.cfg.Name, shard)
+	var freeSince time.Time // when the previous holder last renewed or released it, as seen here
+	var err error
+	sent := r.now()
+	switch {
+	case lease == nil:
+		lease, err = r.leases.Create(ctx, newLease(r.cfg.Namespace, name, r.cfg.Name, r.cfg.Identity,
+			r.cfg.LeaseDuration, sent), metav1.CreateOptions{})
+	case holderOf(lease) == "" || holderOf(lease) == r.cfg.Identity || r.expired(name, now):
+		freeSince = r.observed[name].at
+		previous := holderOf(lease)
+		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
+		lease, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil && previous != "" && previous != r.cfg.Identity {
+			logger.Info("Took over the shard of a replica that stopped renewing its Lease", "previous", previous)
+		}
+	default:
+		logger.V(4).Info("Waiting for the shard's holder to release it", "holder", holderOf(lease))
+		return
+	}
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		logger.V(2).Info("Another replica took the shard's Lease first", "err", err)
+		return
+	case err != nil:
+		logger.Error(err, "Could not take the shard's Lease")
+		return
+	}
+	fence := NewFence(r.cfg)
+	fence.RenewedAt(sent)
+	scope := Scope{Shard: &shard, Fence: fence, Syncs: r.syncs, Narrow: shard.Narrow}
+	controller, err := r.newController(klog.NewContext(ctx, logger), scope)
+	if err != nil {
+		logger.Error(err, "Could not build the shard's controller; releasing its Lease")
+		release(lease)
+		if _, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+			logger.Error(err, "Could not release the shard's Lease")
+		}
+		return
+	}
+	runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
+	h := &heldShard[C]{shard: shard, lease: lease, fence: fence, controller: controller, stop: stop,
+		stopped: make(chan struct{}), renewed: sent}
+	r.mu.Lock()
+	r.held[shard.Index] = h
+	metrics.ShardsHeld.Set(float64(len(r.held)))
+	r.mu.Unlock()
+	metrics.ShardHandovers.WithLabelValues("acquired").Inc()
+	logger.Info("Acquired the shard, listing its Foos and what they own")
+	r.done.Go(func() {
+		defer close(h.stopped)
+		if err := runWithInformers(runCtx, controller, r.workers); err != nil {
+			logger.Error(err, "The shard's controller failed")
+		}
+	})
+	r.done.Go(func() {
+		if !waitSynced(runCtx, controller) {
+			return
+		}
+		logger.Info("Reconciling the shard")
+		if !freeSince.IsZero() {
+			metrics.ShardTakeoverDuration.Observe(r.now().Sub(freeSince).Seconds())
+		}
+	})
+}
+
+// waitSynced waits until the Controller's caches have synced, or ctx ends.
+func waitSynced(ctx context.Context, c Controller) bool {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return hasSynced(c), nil
+	})
+	return err == nil
+}
+
+// renew renews the shard's Lease, as lease read it, and opens its fence
+// for another window as of the moment the renewal was sent. The renewal
+// may take what is left of the shard's renew deadline, and no more: past
+// it loseOverdue gives the shard up, as client-go's elector bounds a
+// leader's renewals.
+func (r *Replica[C]) renew(ctx context.Context, h *heldShard[C], lease *coordinationv1.Lease) {
+	sent := r.now()
+	ctx, cancel := context.WithTimeout(ctx, h.renewed.Add(r.cfg.RenewDeadline).Sub(sent))
+	defer cancel()
+	lease = lease.DeepCopy()
+	hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
+	updated, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not renew the shard's Lease", "shard", h.shard.String(), "err", err)
+		return
+	}
+	h.lease, h.renewed = updated, sent
+	h.fence.RenewedAt(sent)
+}
+
+// loseOverdue gives up the shards not renewed within the renew deadline: as
+// client-go's elector gives up leadership, so that the fence (closed since
+// the renew deadline plus a retry period at most) never reopens on a Lease
+// another replica may have taken meanwhile.
+func (r *Replica[C]) loseOverdue(ctx context.Context) {
+	r.mu.Lock()
+	var overdue []*heldShard[C]
+	for _, h := range r.held {
+		if r.now().Sub(h.renewed) > r.cfg.RenewDeadline {
+			overdue = append(overdue, h)
+		}
+	}
+	r.mu.Unlock()
+	for _, h := range overdue {
+		r.lose(ctx, h, "its Lease was not renewed within the renew deadline")
+	}
+}
+
+// lose stops the shard's Controller at once, its fence closed first: another
+// replica holds, or may hold, the Lease.
+func (r *Replica[C]) lose(ctx context.Context, h *heldShard[C], why string) {
+	h.fence.Close()
+	h.stop()
+	r.mu.Lock()
+	delete(r.held, h.shard.Index)
+	metrics.ShardsHeld.Set(float64(len(r.held)))
+	r.mu.Unlock()
+	metrics.ShardHandovers.WithLabelValues("lost").Inc()
+	klog.FromContext(ctx).Error(nil, "Lost the shard, stopped reconciling it", "shard", h.shard.String(), "why", why)
+}
+
+// release gives up a shard this replica holds: its Controller stops and its
+// workers finish the Foo in hand, its fence closes, and only then is the
+// Lease cleared, for the replica it is assigned to now to take.
+func (r *Replica[C]) release(ctx context.Context, h *heldShard[C]) {
+	logger := klog.FromContext(ctx).WithValues("shard", h.shard.String())
+	logger.Info("Releasing the shard to the replica it is now assigned to")
+	h.stop()
+	<-h.stopped
+	h.fence.Close()
+	lease := h.lease.DeepCopy()
+	release(lease)
+	// Shutdown may have begun: the release is what lets another replica take the shard at once.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+	defer cancel()
+	_, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+	r.mu.Lock()
+	delete(r.held, h.shard.Index)
+	delete(r.releasing, h.shard.Index)
+	metrics.ShardsHeld.Set(float64(len(r.held)))
+	r.mu.Unlock()
+	if err != nil {
+		// Renewed no more, the Lease expires: the new holder takes it then.
+		logger.Error(err, "Could not release the shard's Lease; it expires after the lease duration")
+		return
+	}
+	metrics.ShardHandovers.WithLabelValues("released").Inc()
+	logger.Info("Released the shard")
+}
+
+// Held returns the Controllers of the shards this replica holds.
+func (r *Replica[C]) Held() []C {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	controllers := make([]C, 0, len(r.held))
+	for _, h := range r.held {
+		controllers = append(controllers, h.controller)
+	}
+	return controllers
+}
+
+// HasSynced reports whether the caches of every shard this replica holds
+// have synced: true when it holds none, so that a replica waiting for
+// shards is ready and a rollout goes on.
+func (r *Replica[C]) HasSynced() bool {
+	return !slices.ContainsFunc(r.Held(), func(c C) bool { return !hasSynced(c) })
+}
+
+// WaitUnsharded waits until no replica holds a shard Lease named after
+// cfg.Name, of any count: seen released, or unchanged for the lease duration.
+// The unsharded leader calls it before its first write, so that a rolling
+// update from several shards to one never has the new leader and the old
+// shard holders write at once, as a sharded replica takes no shard while the
+// leader's Lease is held (Replica.otherWriter). Replicas without the
+// sharding Role's list cannot have been sharded: it returns at once.
+func WaitUnsharded(ctx context.Context, cfg Config, leases coordinationclient.LeaseInterface) error {
+	logger := klog.FromContext(ctx)
+	observed := map[string]observation{}
+	logged := false
+	return wait.PollUntilContextCancel(ctx, cfg.RetryPeriod, true, func(ctx context.Context) (bool, error) {
+		list, err := leases.List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			return true, nil
+		}
+		if err != nil {
+			logger.Error(err, "Could not read the Leases to learn whether shard holders still write")
+			return false, nil
+		}
+		now := time.Now()
+		var held []string
+		for _, lease := range list.Items {
+			if _, ok := parseShardLease(cfg.Name, lease.Name); !ok || holderOf(&lease) == "" {
+				continue
+			}
+			if seen, ok := observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
+				observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
+			}
+			if now.Sub(observed[lease.Name].at) < cfg.LeaseDuration {
+				held = append(held, lease.Name)
+			}
+		}
+		if len(held) > 0 && !logged {
+			logger.Info("Waiting for the replicas of another sharding to release their shards", "leases", held)
+			logged = true
+		}
+		return len(held) == 0, nil
+	})
+}
