@@ -103,9 +103,9 @@ type Config struct {
 	// events hold that share of one replica's memory for events (pkg/eventrecorder), the Foos the correlator
 	// remembers and the events waiting to be written. 0 with one shard.
 	Shards int
-	// EventBacklog, when sharded, bounds the events waiting to be written of every shard a replica holds together,
+	// WaitingEvents, when sharded, bounds the events waiting to be written of every shard a replica holds together,
 	// each shard bringing its share. Nil with one shard.
-	EventBacklog *eventrecorder.Backlog
+	WaitingEvents *eventrecorder.WaitingEvents
 }
 
 // Events about Foos need the Foo types in client-go's scheme, added before any goroutine reads it (the webhook's
@@ -169,7 +169,7 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 	// Last, once nothing can fail: the recorder's broadcasters run, and hold room in the replica's backlog, until
 	// Run shuts it down.
 	controller.recorder = eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
-		config.Shards, config.EventBacklog)
+		config.Shards, config.WaitingEvents)
 	return controller, nil
 }
 
@@ -338,7 +338,7 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 	if err != nil {
 		return err
 	}
-	_, err = c.updateFooStatus(ctx, foo, desired.FooStatus(foo, deployment, desired.ReadyCondition(foo, deployment)))
+	_, err = c.updateFooStatus(ctx, foo, desired.StatusFor(foo, deployment, desired.ReadyCondition(foo, deployment)))
 	return err
 }
 

@@ -474,12 +474,12 @@ func TestRepairsDriftKeepingForeignFields(t *testing.T) {
 	f.expectEvents(`Normal Synced Updated Deployment test-deployment: .metadata.labels.controller, .spec.template.spec.containers[name="nginx"].image`)
 
 	patch := appliedPatch(t, f)
-	labels := patch["metadata"].(map[string]interface{})["labels"].(map[string]interface{})
-	if labels["controller"] != "test" {
-		t.Errorf("apply does not restore the controller label: %v", labels)
+	applied := patch["metadata"].(map[string]interface{})["labels"].(map[string]interface{})
+	if applied["controller"] != "test" {
+		t.Errorf("apply does not restore the controller label: %v", applied)
 	}
-	if _, ok := labels["team"]; ok {
-		t.Errorf("apply claims a foreign label: %v", labels)
+	if _, ok := applied["team"]; ok {
+		t.Errorf("apply claims a foreign label: %v", applied)
 	}
 	// The fake API server merged the apply: the foreign label survives, the
 	// hand edits are reverted.

@@ -93,13 +93,13 @@ func run(ctx context.Context, o *options.Options) error {
 
 	// How the replicas share the Foos: one leads, or each holds shards. Sharded, the shards a replica holds share
 	// its room for events waiting to be written, each bringing its share.
-	var eventBacklog *eventrecorder.Backlog
+	var waitingEvents *eventrecorder.WaitingEvents
 	if o.Shards > 1 {
-		eventBacklog = eventrecorder.NewBacklog()
+		waitingEvents = eventrecorder.NewWaitingEvents()
 	}
 	work, err := replicas.New(ctx, o.LeaderElection, o.Shards, o.Workers, o.Namespace, kubeCfg,
 		func(ctx context.Context, scope replicas.Scope) (*Controller, error) {
-			return newController(ctx, o, cfg, kubeCfg, scope, eventBacklog)
+			return newController(ctx, o, cfg, kubeCfg, scope, waitingEvents)
 		})
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func run(ctx context.Context, o *options.Options) error {
 // informers cache only the objects it manages, each as the few fields it
 // reads (desired.NewOwnedInformers, foocache).
 func newController(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config, scope replicas.Scope,
-	eventBacklog *eventrecorder.Backlog) (*Controller, error) {
+	waitingEvents *eventrecorder.WaitingEvents) (*Controller, error) {
 	kubeClient, err := kubernetes.NewForConfig(scope.Guard(kubeCfg))
 	if err != nil {
 		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
@@ -155,7 +155,7 @@ func newController(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 		return nil, err
 	}
 	fooInformer := foocache.NewInformer(sampleClient, o.Namespace, o.ResyncPeriod, scope.Narrow)
-	config := Config{Namespace: o.Namespace, Shards: scope.Shards(), EventBacklog: eventBacklog}
+	config := Config{Namespace: o.Namespace, Shards: scope.Shards(), WaitingEvents: waitingEvents}
 	if scope.Fence != nil { // nil without leader election: nothing to wait for
 		config.Fence = scope.Fence
 	}

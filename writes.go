@@ -90,7 +90,7 @@ func (c *Controller) reportProblem(ctx context.Context, foo *samplev1beta1.Foo, 
 	ready := desired.NotReady(problem.Reason, problem.Message)
 	prev := meta.FindStatusCondition(foo.Status.Conditions, samplecontroller.ConditionReady)
 	isNew := prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason || prev.Message != ready.Message
-	written, err := c.updateFooStatus(ctx, foo, desired.FooStatus(foo, nil, ready))
+	written, err := c.updateFooStatus(ctx, foo, desired.StatusFor(foo, nil, ready))
 	if err != nil {
 		return err
 	}

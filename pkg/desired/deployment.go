@@ -109,7 +109,7 @@ func controllerReference(foo *samplev1beta1.Foo) *metav1ac.OwnerReferenceApplyCo
 // keeps of a Deployment the controller manages, and which of its fields are
 // the Foo's.
 
-// Rollout is what ReadyCondition and FooStatus read of a Deployment's
+// Rollout is what ReadyCondition and StatusFor read of a Deployment's
 // status: how its rollout goes. Not appsv1.DeploymentStatus: the cache
 // keeps these fields, and nothing else of it.
 type Rollout struct {

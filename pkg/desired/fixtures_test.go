@@ -49,7 +49,7 @@ func TestWithSyncedStatusIsTheDesiredStatus(t *testing.T) {
 	got := testfixtures.WithSyncedStatus(t, foo.DeepCopy(), d).Status
 	cached := desired.Deployments.Compact(d)
 	foo.Status = got // the condition keeps its transition time when unchanged
-	if want := desired.FooStatus(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
+	if want := desired.StatusFor(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("WithSyncedStatus differs from the desired status:\n%s", diff.Diff(want, got))
 	}
 }

@@ -26,7 +26,7 @@ limitations under the License.
 // crowd out a Warning; each kind admits at most maxWaiting events waiting to
 // be written, so client-go's queue never overflows and every drop is ours,
 // counted in samplecontroller_events_dropped_total{type}. Sharded, each
-// shard's Recorder brings its share of that bound to its replica's Backlog,
+// shard's Recorder brings its share of that bound to its replica's WaitingEvents,
 // and the shards a replica holds share the room they brought, for in a cold
 // start every shard's writer falls behind at once: a replica holding 4 of 12
 // shards holds at most a third of the events one replica of all the Foos
@@ -63,16 +63,16 @@ import (
 // its queue never drops one. A shard's Recorder brings its share (roomOf).
 const maxWaiting = 1000
 
-// Backlog counts the events of each type recorded and not yet taken by their
+// WaitingEvents counts the events of each type recorded and not yet taken by their
 // writers, over the Recorders that share it, and holds them to the room those
 // Recorders brought: at most maxWaiting, for all the shards.
-type Backlog struct {
+type WaitingEvents struct {
 	warnings, normals atomic.Int64
 	room              atomic.Int64
 }
 
-// NewBacklog returns a Backlog to share among Recorders.
-func NewBacklog() *Backlog { return &Backlog{} }
+// NewWaitingEvents returns a WaitingEvents to share among Recorders.
+func NewWaitingEvents() *WaitingEvents { return &WaitingEvents{} }
 
 // defaultObjects is how many objects the correlator of one replica of all
 // the Foos remembers: client-go's own default (record's maxLruCacheEntries).
@@ -101,9 +101,9 @@ type Recorder struct {
 	logger   klog.Logger
 	warnings *lane
 	normals  *lane
-	// backlog is shared with the Recorders of a replica's other shards; room
-	// is what this one brought to it, taken back at Shutdown.
-	backlog  *Backlog
+	// shared is the replica's, which the Recorders of its other shards share;
+	// room is what this one brought to it, taken back at Shutdown.
+	shared   *WaitingEvents
 	room     int64
 	shutdown sync.Once
 }
@@ -122,11 +122,11 @@ type lane struct {
 	// waiting counts the events recorded that the writer has not taken
 	// yet; writing counts the writes to the API server in progress.
 	waiting, writing atomic.Int64
-	// backlog counts those of every lane of its type that shares it, room
-	// how many it holds.
-	backlog, room *atomic.Int64
+	// shared counts those of every lane of its type that shares the
+	// replica's WaitingEvents, room how many it holds.
+	shared, room *atomic.Int64
 	// takeMu guards released: once the broadcaster is shut down, the
-	// events it never took leave the backlog, and none twice.
+	// events it never took leave the shared count, and none twice.
 	takeMu   sync.Mutex
 	released bool
 }
@@ -134,35 +134,35 @@ type lane struct {
 // New returns a Recorder writing events about objects of scheme, as
 // component, to the Events of client, for a controller of one of shards
 // shards (0 or 1: all the objects): its correlators remember the last
-// objects of each type of event, and its events waiting count in backlog
-// (nil: one of its own), each its share of one replica's.
+// objects of each type of event, and its events waiting count in shared, the
+// replica's WaitingEvents (nil: one of its own), each its share of one replica's.
 func New(ctx context.Context, client typedcorev1.EventsGetter, scheme *runtime.Scheme, component string, shards int,
-	backlog *Backlog,
+	shared *WaitingEvents,
 ) *Recorder {
 	// Not record.WithContext(ctx): the broadcasters must outlive ctx to
 	// write the events of the syncs finished during shutdown.
 	ctx = context.WithoutCancel(ctx)
-	if backlog == nil {
-		backlog = NewBacklog()
+	if shared == nil {
+		shared = NewWaitingEvents()
 	}
 	shards = max(1, shards)
 	room, objects := roomOf(shards), objectsOf(shards)
-	backlog.room.Add(room)
+	shared.room.Add(room)
 	sink := &typedcorev1.EventSinkImpl{Interface: client.Events("")}
 	return &Recorder{
 		scheme:   scheme,
 		logger:   klog.FromContext(ctx),
-		warnings: newLane(ctx, corev1.EventTypeWarning, &backlog.warnings, &backlog.room, sink, scheme, component, objects),
-		normals:  newLane(ctx, corev1.EventTypeNormal, &backlog.normals, &backlog.room, sink, scheme, component, objects),
-		backlog:  backlog,
+		warnings: newLane(ctx, corev1.EventTypeWarning, &shared.warnings, &shared.room, sink, scheme, component, objects),
+		normals:  newLane(ctx, corev1.EventTypeNormal, &shared.normals, &shared.room, sink, scheme, component, objects),
+		shared:   shared,
 		room:     room,
 	}
 }
 
-func newLane(ctx context.Context, eventType string, backlog, room *atomic.Int64, sink record.EventSink,
+func newLane(ctx context.Context, eventType string, shared, room *atomic.Int64, sink record.EventSink,
 	scheme *runtime.Scheme, component string, objects int,
 ) *lane {
-	l := &lane{eventType: eventType, backlog: backlog, room: room}
+	l := &lane{eventType: eventType, shared: shared, room: room}
 	l.broadcaster = record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		// The correlator sees each event the writer takes, once, first
 		// thing: the event no longer waits.
@@ -189,7 +189,7 @@ func (r *Recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt s
 }
 
 // AnnotatedEventf records the event on the broadcaster of its type, or
-// drops and counts it when the Backlog's room for that type is full, or once
+// drops and counts it when the WaitingEvents's room for that type is full, or once
 // Shutdown began.
 func (r *Recorder) AnnotatedEventf(
 	object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{},
@@ -211,9 +211,9 @@ func (r *Recorder) AnnotatedEventf(
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.backlog.Add(1) > l.room.Load() {
+	if l.closed || l.shared.Add(1) > l.room.Load() {
 		if !l.closed {
-			l.backlog.Add(-1)
+			l.shared.Add(-1)
 		}
 		metrics.EventsDropped.WithLabelValues(eventtype).Inc()
 		return
@@ -224,7 +224,7 @@ func (r *Recorder) AnnotatedEventf(
 
 // Shutdown stops taking events, waits at most timeout for those recorded
 // before to be written (or given up by client-go after its retries), shuts
-// the broadcasters down, and takes its room back from the Backlog.
+// the broadcasters down, and takes its room back from the WaitingEvents.
 func (r *Recorder) Shutdown(ctx context.Context, timeout time.Duration) {
 	// Once: a second Shutdown must not take the room back twice.
 	r.shutdown.Do(func() { r.shutDown(ctx, timeout) })
@@ -257,28 +257,28 @@ func (r *Recorder) shutDown(ctx context.Context, timeout time.Duration) {
 		l.broadcaster.Shutdown()
 		l.release()
 	}
-	r.backlog.room.Add(-r.room)
+	r.shared.room.Add(-r.room)
 }
 
-// take counts an event taken by the writer out of the lane and its backlog.
+// take counts an event taken by the writer out of the lane and the shared count.
 func (l *lane) take() {
 	l.takeMu.Lock()
 	defer l.takeMu.Unlock()
 	if !l.released {
 		l.waiting.Add(-1)
-		l.backlog.Add(-1)
+		l.shared.Add(-1)
 	}
 }
 
-// release gives the backlog back the events the writer never took: those
-// still waiting when Shutdown gave up are dropped with the broadcaster
-// (which its writer may yet take, uncounted), and a backlog shared with the
+// release gives the shared count back the events the writer never took:
+// those still waiting when Shutdown gave up are dropped with the broadcaster
+// (which its writer may yet take, uncounted), and a count shared with the
 // Recorders of other shards must not keep them for the replica's life.
 func (l *lane) release() {
 	l.takeMu.Lock()
 	defer l.takeMu.Unlock()
 	l.released = true
-	l.backlog.Add(-l.waiting.Swap(0))
+	l.shared.Add(-l.waiting.Swap(0))
 }
 
 // countingSink counts the writes in progress.

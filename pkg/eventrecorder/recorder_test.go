@@ -179,17 +179,17 @@ func TestWarningIsWrittenWhenNormalEventsOverflow(t *testing.T) {
 }
 
 // The Recorders of a replica's shards share the room they brought to its
-// Backlog: a replica holding both of 2 shards has room for 1,000 Normal
+// WaitingEvents: a replica holding both of 2 shards has room for 1,000 Normal
 // events waiting, one replica's, between them, not 500 each: while the API
 // server holds each one's first, 600 wait in one and 400 in the other, and
 // the next is dropped and counted.
-func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
+func TestRecordersOfAReplicasShardsHoldItsWaitingEventsBetweenThem(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
-	backlog := NewBacklog()
+	shared := NewWaitingEvents()
 	recorders := []*Recorder{
-		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog),
-		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog),
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, shared),
+		New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, shared),
 	}
 	before := droppedEvents(t, corev1.EventTypeNormal)
 	for i, recorder := range recorders {
@@ -224,14 +224,14 @@ func TestRecordersSharingABacklogHoldItsEventsBetweenThem(t *testing.T) {
 }
 
 // A Recorder shut down before its writer took its waiting events gives them
-// back to the Backlog it shares, and takes back the room it brought: the
+// back to the WaitingEvents it shares, and takes back the room it brought: the
 // shard of 2 released while the API server held its 500 events leaves the
 // shard taken next its room for 500, not none, and not 1,000.
-func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
+func TestShutdownGivesTheSharedCountBackTheEventsItsWriterNeverTook(t *testing.T) {
 	ctx := testContext(t)
 	server := newEventServer(t)
-	backlog := NewBacklog()
-	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog)
+	shared := NewWaitingEvents()
+	released := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, shared)
 	server.recordHeld(t, released, "held", "held")
 	for i := range 500 {
 		released.Eventf(testfixtures.NewFoo(fmt.Sprintf("foo-%04d", i), 1), corev1.EventTypeNormal,
@@ -242,7 +242,7 @@ func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 	released.Shutdown(ctx, 100*time.Millisecond)
 
 	before := droppedEvents(t, corev1.EventTypeNormal)
-	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, backlog)
+	other := New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, 2, shared)
 	server.recordHeld(t, other, "other-held", "other held")
 	for i := range 501 {
 		other.Eventf(testfixtures.NewFoo(fmt.Sprintf("other-%04d", i), 1), corev1.EventTypeNormal,
@@ -253,11 +253,11 @@ func TestShutdownGivesTheBacklogBackTheEventsItsWriterNeverTook(t *testing.T) {
 	}
 	close(server.release)
 	other.Shutdown(ctx, 30*time.Second)
-	if got := backlog.normals.Load(); got != 0 {
+	if got := shared.normals.Load(); got != 0 {
 		t.Errorf("%d Normal events counted waiting once both Recorders shut down, want 0", got)
 	}
-	if got := backlog.room.Load(); got != 0 {
-		t.Errorf("room for %d events left in the Backlog once both Recorders shut down, want 0", got)
+	if got := shared.room.Load(); got != 0 {
+		t.Errorf("room for %d events left in the WaitingEvents once both Recorders shut down, want 0", got)
 	}
 }
 
@@ -277,10 +277,10 @@ func TestReplicaHoldsWaitingEventsInProportionToItsShards(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_of_%d", tc.held, tc.shards), func(t *testing.T) {
 			ctx := testContext(t)
 			server := newEventServer(t)
-			backlog := NewBacklog()
+			shared := NewWaitingEvents()
 			recorders := make([]*Recorder, tc.held)
 			for i := range recorders {
-				recorders[i] = New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, tc.shards, backlog)
+				recorders[i] = New(ctx, server, scheme.Scheme, samplecontroller.ControllerName, tc.shards, shared)
 				server.recordHeld(t, recorders[i], fmt.Sprintf("held-%d", i), fmt.Sprintf("held %d", i))
 			}
 			before := droppedEvents(t, corev1.EventTypeNormal)

@@ -148,7 +148,7 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 		}
 		// The status the controller writes for a Deployment just created.
 		cached := desired.Deployments.Compact(d)
-		patch, err := json.Marshal(map[string]interface{}{"status": desired.FooStatus(foo, cached, desired.ReadyCondition(foo, cached))})
+		patch, err := json.Marshal(map[string]interface{}{"status": desired.StatusFor(foo, cached, desired.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err
 		}

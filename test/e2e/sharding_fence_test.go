@@ -144,13 +144,13 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	w.checkShardedAuditLog(t, fenceShards, nil)
 }
 
-// scaleFoosPausingAtFirstApply scales the first n Foos of ns to replicas, a
+// scaleFoosPausingAtFirstApply scales the first n Foos of ns to scale replicas, a
 // patch per Foo at once, and pauses holder (SIGSTOP) once every patch
 // returned and a watch showed the first of their Deployments scaled: its
 // workers are then mid-way through the others, writes that meet the closed
 // fence at its resume. It returns the Foos' names and when holder was
 // paused.
-func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32,
+func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, scale int32,
 	holder *framework.Controller) ([]string, time.Time) {
 	t.Helper()
 	// The controller's own work bounds the wait: its first apply.
@@ -172,7 +172,7 @@ func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32
 	}
 	done := make(chan patched, 1)
 	go func() {
-		names, err := patchFooReplicas(ns, n, replicas)
+		names, err := patchFooReplicas(ns, n, scale)
 		done <- patched{names, err}
 	}()
 	var result *patched
@@ -185,11 +185,11 @@ func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, replicas int32
 			result = &r
 		case event, ok := <-watcher.ResultChan():
 			if !ok {
-				t.Fatalf("no Deployment of %s scaled to %d within %v", ns, replicas, convergeTimeout)
+				t.Fatalf("no Deployment of %s scaled to %d within %v", ns, scale, convergeTimeout)
 			}
 			d, isDeployment := event.Object.(*appsv1.Deployment)
 			applied = applied || event.Type == watch.Modified && isDeployment && metav1.GetControllerOf(d) != nil &&
-				d.Spec.Replicas != nil && *d.Spec.Replicas == replicas
+				d.Spec.Replicas != nil && *d.Spec.Replicas == scale
 		}
 	}
 	if err := holder.Signal(syscall.SIGSTOP); err != nil {

@@ -606,9 +606,9 @@ func heldWithin(history []fooValue, from, to time.Time) []fooValue {
 	return held
 }
 
-func containsReplicas(values []fooValue, replicas int32) bool {
+func containsReplicas(values []fooValue, count int32) bool {
 	for _, v := range values {
-		if v.replicas != nil && *v.replicas == replicas {
+		if v.replicas != nil && *v.replicas == count {
 			return true
 		}
 	}
