@@ -219,7 +219,7 @@ K8S_MINORS := $(shell ls -d hack/tools/k8s-1.* | sed 's|.*/k8s-||' | sort -t. -k
 # (docs/performance.md, make test).
 # The chart's tests, which the copy's check runs too (its own chart).
 CHART_TESTS := TestChartRendersWhatTheManifestsInstall|TestChartValuesCombinationsLintAndRender|$\
-  TestChartRefusesValuesItCannotRenderWithAClearAnswer
+  TestChartRefusesValuesItCannotRenderWithAClearAnswer|TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged
 E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothingAfterStandbyTakesOver|$\
   TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\

@@ -41,6 +41,9 @@ limitations under the License.
 //     manifests set and the chart cannot.
 //   - The CRD carries helm.sh/resource-policy: keep, so that helm uninstall
 //     leaves it and with it every Foo.
+//   - The admission policies can be turned off, which the manifests cannot
+//     express; the Deployment's template then refuses to render unless a
+//     second value says so on purpose (unconfinedGuard says why).
 package main
 
 import (
@@ -274,11 +277,35 @@ var switches = map[string]string{
 	"PrometheusRule":                   ".Values.monitoring.prometheusRule.enabled",
 }
 
+// securityDocs is where the chart's refusal to run unconfined sends the
+// operator: what each policy keeps a stolen token from doing.
+const securityDocs = "https://github.com/kube-samples/sample-controller/blob/main/docs/security.md#admission-policies"
+
+// unconfinedGuard starts the Deployment's template: with
+// admissionPolicies.enabled=false the chart would install a controller
+// whose token RBAC alone confines (any pod template in any namespace, the
+// CRD's webhook URL, Secrets and Leases of any name), and nothing in the
+// render or the release would say so: a value turned off in passing, or
+// copied from the ci/ combinations, would give all of it up unseen. So the
+// render fails, naming both values, unless
+// admissionPolicies.acknowledgeUnconfined says the operator means it. In the
+// Deployment's template, the one every render has: it runs the token the
+// policies confine. Not a values.schema.json rule: helm's answer to one
+// names the schema's keyword, not the second value nor why.
+const unconfinedGuard = "{{- if not (or .Values.admissionPolicies.enabled " +
+	".Values.admissionPolicies.acknowledgeUnconfined) }}\n" +
+	`{{- fail "admissionPolicies.enabled=false leaves the controller's ServiceAccount confined by RBAC alone: ` +
+	`a stolen token could write any pod template in any namespace, the Foo CRD's webhook, ` +
+	`Secrets and Leases of any name. Set admissionPolicies.acknowledgeUnconfined=true as well ` +
+	`to install it so; what each policy refuses: ` + securityDocs + `" }}
+{{- end }}
+`
+
 // templateOf is the template of one manifest file, nil for what the chart
 // leaves out.
 func templateOf(f manifest, n names) ([]byte, error) {
 	t := &templater{}
-	var cond string
+	var cond, guard string
 	for _, o := range f.docs {
 		switch o.kind() {
 		case "Namespace":
@@ -287,6 +314,7 @@ func templateOf(f manifest, n names) ([]byte, error) {
 			crd(t, o)
 		case "Deployment":
 			deployment(t, o)
+			guard = unconfinedGuard
 		case "ClusterRole":
 			if o.name() == n.deployment {
 				clusterRole(t, o)
@@ -309,6 +337,7 @@ func templateOf(f manifest, n names) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s%s (make generate); do not edit.\n", generatedHeader, filepath.ToSlash(f.path))
+	b.WriteString(guard)
 	if cond != "" {
 		fmt.Fprintf(&b, "{{- if %s }}\n", cond)
 	}

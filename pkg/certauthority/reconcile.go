@@ -45,6 +45,13 @@ var errWaiting = errors.New("waiting")
 // reconcile fails and is retried with backoff.
 const maxSecretAttempts = 3
 
+// SecretType is the type of the CA Secret the controller creates. The
+// own-names policy (artifacts/deploy/names-policy.yaml) admits no other,
+// and test/names holds it to this: a Secret of the CA Secret's name but of
+// type kubernetes.io/service-account-token would be filled in with a token
+// that never expires, which the controller's Role lets its holder read.
+const SecretType = corev1.SecretTypeOpaque
+
 // reconcile brings the Secret, the CRD's caBundle and the served leaf in
 // line, in that order, and returns how long until the next deadline (zero:
 // none). It reads the informers' caches and writes to the API only what
@@ -299,7 +306,7 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: m.o.Namespace, Name: m.o.SecretName},
-		Type:       corev1.SecretTypeOpaque,
+		Type:       SecretType,
 		Data:       ca.data(),
 	}
 	created, err := m.client.CoreV1().Secrets(m.o.Namespace).Create(ctx, secret, metav1.CreateOptions{})

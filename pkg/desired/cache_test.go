@@ -17,6 +17,7 @@ limitations under the License.
 package desired
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -296,7 +297,7 @@ func TestCachedDeploymentGivesTheStatus(t *testing.T) {
 					Reason: tc.reason, Message: tc.msg}},
 			}
 			// A changed condition is stamped with the time of the call.
-			if got := FooStatus(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
+			if got := StatusFor(foo, cached, ready); !EqualIgnoringTransitionTimes(got, wantStatus) {
 				t.Errorf("status:\n%s", diff.Diff(wantStatus, got))
 			}
 		})
@@ -399,8 +400,8 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 			if got, want := ValidateSpec(&trimmed.Spec).ToAggregate(), ValidateSpec(&foo.Spec).ToAggregate(); !reflect.DeepEqual(got, want) {
 				t.Errorf("spec validation: %v, the complete Foo %v", got, want)
 			}
-			want := FooStatus(foo, d, ReadyCondition(foo, d))
-			got := FooStatus(trimmed, d, ReadyCondition(trimmed, d))
+			want := StatusFor(foo, d, ReadyCondition(foo, d))
+			got := StatusFor(trimmed, d, ReadyCondition(trimmed, d))
 			if !EqualIgnoringTransitionTimes(got, want) {
 				t.Errorf("status differs:\n%s", diff.Diff(want, got))
 			}
@@ -715,5 +716,64 @@ func TestRolloutHoldsValuesOnly(t *testing.T) {
 		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
 			t.Errorf("Rollout.%s is a %s: a copy of a cached Deployment would share it", f.Name, f.Type.Kind())
 		}
+	}
+}
+
+// The cache keeps no more of a status than the CRD admits, whatever the API
+// server still holds (a Foo bloated before the CRD had its bounds, or under
+// an older CRD): the Ready condition and the first 7 others, in their order,
+// each message cut to 1024 characters, and no selector longer than 1024. So
+// the status the controller computes from it, its Ready beside those, is one
+// the CRD admits. Within the bounds a status is kept as it is.
+func TestTrimmedFooKeepsNoMoreStatusThanTheCRDAdmits(t *testing.T) {
+	others := func(from, to int, message string) []metav1.Condition {
+		var out []metav1.Condition
+		for i := from; i < to; i++ {
+			out = append(out, metav1.Condition{Type: fmt.Sprintf("example.com/Other%d", i), Status: metav1.ConditionTrue,
+				Reason: "Other", Message: message})
+		}
+		return out
+	}
+	ready := completeFoo(t).Status.Conditions[0]
+	kib32, chars1024, chars1025 := strings.Repeat("x", 32768), strings.Repeat("x", 1024), strings.Repeat("x", 1025)
+	cut := strings.Repeat("x", 1023) + "…"
+	for name, tc := range map[string]struct {
+		selector   string
+		conditions []metav1.Condition
+		want       []metav1.Condition
+	}{
+		"40 others of 32 KiB around Ready, a selector of 1 MiB": {
+			selector:   strings.Repeat("s", 1<<20),
+			conditions: slices.Concat(others(0, 20, kib32), []metav1.Condition{ready}, others(20, 40, kib32)),
+			want:       slices.Concat(others(0, 7, cut), []metav1.Condition{ready}),
+		},
+		"8 others and no Ready yet: room is kept for it": {
+			conditions: others(0, 8, "x"),
+			want:       others(0, 7, "x"),
+		},
+		"Ready and 7 others of 1024 characters: at the bounds, kept whole": {
+			conditions: slices.Concat([]metav1.Condition{ready}, others(0, 7, chars1024)),
+			want:       slices.Concat([]metav1.Condition{ready}, others(0, 7, chars1024)),
+		},
+		"one message of 1025 characters": {
+			conditions: slices.Concat([]metav1.Condition{ready}, others(0, 1, chars1025)),
+			want:       slices.Concat([]metav1.Condition{ready}, others(0, 1, cut)),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			foo := completeFoo(t)
+			if tc.selector != "" {
+				foo.Status.Selector = tc.selector
+			}
+			foo.Status.Conditions = tc.conditions
+			want := completeFoo(t).Status
+			if tc.selector != "" {
+				want.Selector = ""
+			}
+			want.Conditions = tc.want
+			if got := trimmedFoo(t, foo).Status; !reflect.DeepEqual(got, want) {
+				t.Errorf("trimmed status:\n%s", diff.Diff(want, got))
+			}
+		})
 	}
 }

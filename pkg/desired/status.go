@@ -61,22 +61,26 @@ func ReadyCondition(foo *samplev1beta1.Foo, deployment *CachedDeployment) metav1
 	return NotReady(samplecontroller.ReasonProgressing, msg)
 }
 
-// NotReady is a Ready=False condition with the given reason and message.
+// NotReady is a Ready=False condition with the given reason and message,
+// the message cut to what the CRD admits (samplecontroller.CutConditionMessage):
+// a problem's message may quote the API server's error, of any length, and
+// a status write the CRD refuses would leave the Foo reporting nothing. The
+// problem's event keeps the whole message.
 func NotReady(reason, message string) metav1.Condition {
 	return metav1.Condition{
 		Type:    samplecontroller.ConditionReady,
 		Status:  metav1.ConditionFalse,
 		Reason:  reason,
-		Message: message,
+		Message: samplecontroller.CutConditionMessage(message),
 	}
 }
 
-// FooStatus returns the status the Foo should have: the replica counts of
+// StatusFor returns the status the Foo should have: the replica counts of
 // its Deployment (nil when it has none of its own), the pod selector for the
 // scale subresource, and the Ready condition, all stamped with the Foo's
 // generation. The Foo itself is not modified; an unchanged condition keeps
 // its lastTransitionTime.
-func FooStatus(
+func StatusFor(
 	foo *samplev1beta1.Foo, deployment *CachedDeployment, ready metav1.Condition,
 ) samplev1beta1.FooStatus {
 	status := samplev1beta1.FooStatus{

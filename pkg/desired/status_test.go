@@ -17,8 +17,11 @@ limitations under the License.
 package desired
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,11 +97,11 @@ func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplecontroller.ReasonAvailable, LastTransitionTime: long}}
 
-	same := FooStatus(foo, d, ReadyCondition(foo, d))
+	same := StatusFor(foo, d, ReadyCondition(foo, d))
 	if got := same.Conditions[0].LastTransitionTime; !got.Equal(&long) {
 		t.Errorf("unchanged condition moved its transition time to %v", got)
 	}
-	changed := FooStatus(foo, nil, NotReady(samplecontroller.ReasonResourceExists, "taken"))
+	changed := StatusFor(foo, nil, NotReady(samplecontroller.ReasonResourceExists, "taken"))
 	if got := changed.Conditions[0].LastTransitionTime; got.Equal(&long) {
 		t.Error("changed condition kept its old transition time")
 	}
@@ -106,6 +109,52 @@ func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 		t.Errorf("status without a Deployment: %+v", changed)
 	}
 	if foo.Status.Conditions[0].Status != metav1.ConditionTrue || foo.Status.Conditions[0].Message != "" {
-		t.Errorf("newFooStatus modified the Foo: %+v", foo.Status.Conditions[0])
+		t.Errorf("StatusFor modified the Foo: %+v", foo.Status.Conditions[0])
+	}
+}
+
+// A refused write's message quotes the API server's error, which may be of
+// any length: the Ready condition keeps its first 1023 characters and "…",
+// characters and not bytes, as the CRD's rule counts them, so that the
+// status write is admitted. A message at the bound is kept whole.
+func TestNotReadyCutsAMessageToTheCRDsBound(t *testing.T) {
+	refused := func(denial string) string {
+		return RefusedProblem("create", "Deployment", "web", errors.New(denial)).Message
+	}
+	for name, tc := range map[string]struct{ message, want string }{
+		// "Cannot create Deployment web: " is 30 characters.
+		"at the bound": {refused(strings.Repeat("x", 994)), "Cannot create Deployment web: " + strings.Repeat("x", 994)},
+		"one over": {refused(strings.Repeat("x", 995)),
+			"Cannot create Deployment web: " + strings.Repeat("x", 993) + "…"},
+		"two-byte characters, 40,000 bytes": {refused(strings.Repeat("é", 20000)),
+			"Cannot create Deployment web: " + strings.Repeat("é", 993) + "…"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := NotReady(samplecontroller.ReasonFailedCreate, tc.message).Message; got != tc.want {
+				t.Errorf("message of %d characters, want %d: %q", utf8.RuneCountInString(got), utf8.RuneCountInString(tc.want), got)
+			}
+		})
+	}
+}
+
+// The messages the controller composes itself fit the bound whole at their
+// longest (the name-taken one, with two names of 253 characters, has 594):
+// only an error it quotes is ever cut. A bound lowered under them fails here.
+func TestTheControllersOwnMessagesAreNeverCut(t *testing.T) {
+	longest := strings.Repeat("a", 253) // a Foo's and a Deployment's name, at most
+	foo := testfixtures.NewFoo(longest, 10)
+	takenBy := &metav1.ObjectMeta{Name: longest, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: samplev1beta1.SchemeGroupVersion.String(), Kind: samplecontroller.FooKind,
+		Name: strings.Repeat("b", 253), UID: "uid-other", Controller: ptr.To(true)}}}
+	rollingOut := &CachedDeployment{ObjectMeta: metav1.ObjectMeta{Name: longest, Generation: 2},
+		Status: Rollout{ObservedGeneration: 1}} // the longest rollout message
+	for name, message := range map[string]string{
+		"name taken by another Foo": NameTakenProblem("Deployment", takenBy).Message,
+		"rollout":                   ReadyCondition(foo, rollingOut).Message,
+	} {
+		if got := NotReady(samplecontroller.ReasonProgressing, message).Message; got != message {
+			t.Errorf("%s: %d characters, cut to MaxConditionMessageLength (%d): %q",
+				name, utf8.RuneCountInString(message), samplecontroller.MaxConditionMessageLength, got)
+		}
 	}
 }

@@ -38,9 +38,12 @@ limitations under the License.
 package foocache
 
 import (
+	"unicode/utf8"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 )
 
@@ -68,7 +71,11 @@ func Transform(obj interface{}) (interface{}, error) {
 //   - the whole spec (deployment.name and replicas);
 //   - the whole status: a sync compares it with the status it computes and
 //     writes when they differ, so a field left out would be rewritten on
-//     every sync;
+//     every sync; and the status it writes replaces the whole status,
+//     carrying over the conditions other controllers added, so those are
+//     read too. No more of it than the CRD admits, though (boundStatus):
+//     anyone who may write foos/status could otherwise make each Foo's
+//     status as large as etcd allows, and the cache holds every Foo;
 //   - deletionTimestamp: a Foo being deleted is left to the garbage
 //     collector; and the finalizers, what holds it meanwhile (the first
 //     thing a fork with clean-up of its own reads). Both cost nothing on
@@ -97,9 +104,51 @@ func trim(foo *samplev1beta1.Foo) *samplev1beta1.Foo {
 			Finalizers:        foo.Finalizers,
 		},
 		Spec:   foo.Spec,
-		Status: foo.Status,
+		Status: boundStatus(foo.Status),
 	}
 	return foo
+}
+
+// boundStatus cuts a status to the CRD's bounds (samplecontroller's
+// MaxConditions, MaxConditionMessageLength, MaxSelectorLength), which the
+// API server enforces, for the Foos it may still hold beyond them: written
+// before the CRD had them, or under an older CRD. It keeps the Ready
+// condition and the first MaxConditions-1 others, in their order, so that
+// the status the controller computes from it (the others and its Ready) is
+// one the CRD admits; it cuts each message as the controller cuts its own;
+// and it keeps no selector longer than the bound (the controller writes a
+// short one, and rewrites a selector that differs). The status the
+// controller then writes carries no more of the others than the cache
+// kept. Within the bounds, the status is kept as it is.
+func boundStatus(status samplev1beta1.FooStatus) samplev1beta1.FooStatus {
+	if utf8.RuneCountInString(status.Selector) > samplecontroller.MaxSelectorLength {
+		status.Selector = ""
+	}
+	others := 0
+	for _, c := range status.Conditions {
+		if c.Type != samplecontroller.ConditionReady {
+			others++
+		}
+	}
+	if others > samplecontroller.MaxConditions-1 {
+		// A new array: the one decoded would keep every condition alive.
+		kept := make([]metav1.Condition, 0, samplecontroller.MaxConditions)
+		others = 0
+		for _, c := range status.Conditions {
+			if c.Type != samplecontroller.ConditionReady {
+				if others == samplecontroller.MaxConditions-1 {
+					continue
+				}
+				others++
+			}
+			kept = append(kept, c)
+		}
+		status.Conditions = kept
+	}
+	for i := range status.Conditions {
+		status.Conditions[i].Message = samplecontroller.CutConditionMessage(status.Conditions[i].Message)
+	}
+	return status
 }
 
 // ByDeploymentName is the index of the Foo cache that finds the Foos that

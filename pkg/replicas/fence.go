@@ -17,6 +17,7 @@ limitations under the License.
 package replicas
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 )
 
 // The write fence: a replica writes only while its own clock says it still
@@ -227,6 +229,9 @@ type fencedLock struct {
 	// it, expires: a lease duration after the renewal was sent. Zero
 	// before the first.
 	expires time.Time
+	// cappedRaw is the last record read whose duration capDuration cut,
+	// as read: logged once, not at every retry period.
+	cappedRaw []byte
 }
 
 // bound cuts a Lease request at the Lease's expiry, as this replica last
@@ -250,18 +255,70 @@ func (l *fencedLock) bound(ctx context.Context) (context.Context, context.Cancel
 // errNotOurs refuses the release of a Lease that another replica holds.
 var errNotOurs = errors.New("leader election: not releasing the Lease, which another replica holds")
 
-// Get reads the Lease and remembers its holder, for a release to check.
+// Get reads the Lease, remembers its holder, for a release to check, and
+// caps the duration it claims at this replica's own (see capDuration).
 func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	record, raw, err := l.Interface.Get(ctx)
 	if err == nil && record != nil {
+		record = l.capDuration(klog.FromContext(ctx), record, raw)
 		holder := record.HolderIdentity
 		l.mu.Lock()
 		l.readHolder = &holder
 		l.mu.Unlock()
 	}
 	return record, raw, err
+}
+
+// capDuration returns record with its LeaseDurationSeconds cut to this
+// replica's lease duration (whole seconds, rounded up: client-go writes it
+// rounded down, so a replica's own record is never cut), and logs the first
+// read of each record that claimed more.
+//
+// Whoever may update the Lease, the controller's ServiceAccount included,
+// could otherwise stop every replica for good: client-go's elector honours
+// the duration a record claims, so a record of another holder claiming
+// 2147483647 s (68 years) is waited out by every replica, and a restart
+// does not help. Capped, such a record expires one lease duration after a
+// replica first saw it, as a dead leader's does.
+//
+// Expiry is judged where the cap reaches, and by this replica's own clock.
+// client-go's elector (v0.37.2, tryAcquireOrRenew) keeps the record Get
+// returns as its observedRecord, and the time it read it, on its own clock,
+// as its observedTime, whenever the raw bytes differ from those it last kept;
+// isLeaseValid then judges the Lease valid until observedTime plus
+// observedRecord.LeaseDurationSeconds. The record's renewTime, written by
+// whoever wrote the record, plays no part. So the capped record is the one
+// expiry is judged by; the raw bytes are passed on unchanged, so a change
+// of the Lease still resets observedTime, and a rewrite that is not one
+// (the same bytes) does not.
+//
+// What the cap costs: replicas that disagree on -leader-elect-lease-duration
+// (in a rollout that raises it) judge each other's Lease by their own, and a
+// standby of the old, shorter duration may take over a frozen leader's Lease
+// while that leader's fence (renew deadline plus retry period) is still
+// open. So raise the lease duration alone first, keeping renew deadline plus
+// retry period within the old duration (the defaults: 12 s of 15 s), and the
+// renew deadline in a second rollout (docs/operations.md, Flags).
+func (l *fencedLock) capDuration(logger klog.Logger, record *resourcelock.LeaderElectionRecord,
+	raw []byte) *resourcelock.LeaderElectionRecord {
+	limit := int((l.leaseDuration + time.Second - 1) / time.Second)
+	if record.LeaseDurationSeconds <= limit {
+		return record
+	}
+	l.mu.Lock()
+	seen := bytes.Equal(raw, l.cappedRaw)
+	l.cappedRaw = raw
+	l.mu.Unlock()
+	if !seen {
+		logger.Info("Lease claims a longer duration than this replica's, honouring its own",
+			"lock", l.Describe(), "holder", record.HolderIdentity,
+			"leaseDurationSeconds", record.LeaseDurationSeconds, "honouredSeconds", limit)
+	}
+	capped := *record // a copy: the record is the inner lock's
+	capped.LeaseDurationSeconds = limit
+	return &capped
 }
 
 func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {

@@ -19,6 +19,8 @@ package replicas
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -27,12 +29,15 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 )
 
@@ -268,7 +273,7 @@ func TestElectorShutDownAfterATakeoverLeavesTheNewLeadersLease(t *testing.T) {
 		// Renewals far apart: between its first renewal and the shutdown,
 		// replica-a reads nothing, as a paused process.
 		LeaseDuration: time.Hour, RenewDeadline: 50 * time.Minute, RetryPeriod: 40 * time.Minute}
-	lock := &fencedLock{fence: NewFence(cfg), Interface: &resourcelock.LeaseLock{
+	lock := &fencedLock{fence: NewFence(cfg), leaseDuration: cfg.LeaseDuration, Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: "replica-a"},
@@ -327,6 +332,120 @@ func TestElectorShutDownAfterATakeoverLeavesTheNewLeadersLease(t *testing.T) {
 	}
 	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); holder != "replica-b" {
 		t.Errorf("the Lease's holder is %q, want replica-b", holder)
+	}
+}
+
+// A Lease held by another identity that claims 2147483647 s (68 years), as
+// anyone who may update the Lease can write it, and never changes again: a
+// replica's elector takes it over once its own lease duration (2 s here) has
+// passed since it first read it, as it would a dead leader's, and logs the
+// claim once, naming the holder. Without the cap in fencedLock.Get,
+// client-go's elector waits out the 68 years.
+func TestElectorTakesOverALeaseClaimingMoreThanItsDurationAfterItsOwn(t *testing.T) {
+	client := fake.NewClientset()
+	cfg := Config{Namespace: "default", Name: "sample-controller",
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
+	written := metav1.NewMicroTime(time.Now())
+	leases := client.CoordinationV1().Leases(cfg.Namespace)
+	_, err := leases.Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("intruder"), LeaseDurationSeconds: ptr.To[int32](math.MaxInt32),
+			AcquireTime: &written, RenewTime: &written, LeaseTransitions: ptr.To[int32](3)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := &fencedLock{fence: NewFence(cfg), leaseDuration: cfg.LeaseDuration, Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "replica-a"},
+	}}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2), ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+	led := make(chan time.Time, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: cfg.Name,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { led <- time.Now(); <-ctx.Done() },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	started := time.Now() // the elector first reads the Lease after this
+	go func() {
+		defer close(ran)
+		elector.Run(ctx)
+	}()
+
+	// A deadline against a take-over that never comes: 15 lease durations.
+	var at time.Time
+	select {
+	case at = <-led:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("replica-a, of lease duration %v, did not lead within 30 s: %d Lease requests, none took it",
+			cfg.LeaseDuration, len(leaseVerbs(client)))
+	}
+	if waited := at.Sub(started); waited < cfg.LeaseDuration {
+		t.Errorf("replica-a led %v after it started, before its lease duration (%v) had passed since it read the Lease",
+			waited, cfg.LeaseDuration)
+	}
+	t.Logf("replica-a led %v after it started (lease duration %v)", at.Sub(started).Round(time.Millisecond), cfg.LeaseDuration)
+	cancel()
+	<-ran
+
+	lease, err := leases.Get(context.Background(), cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder, seconds, transitions := ptr.Deref(lease.Spec.HolderIdentity, ""), ptr.Deref(lease.Spec.LeaseDurationSeconds, 0),
+		ptr.Deref(lease.Spec.LeaseTransitions, 0); holder != "replica-a" || seconds != 2 || transitions != 4 {
+		t.Errorf("the Lease: holder %q, leaseDurationSeconds %d, leaseTransitions %d; want replica-a, 2, 4", holder, seconds, transitions)
+	}
+
+	// Read at every attempt, 200 to 440 ms apart, the claim is logged once.
+	var claims []string
+	for _, entry := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if entry.Message == "Lease claims a longer duration than this replica's, honouring its own" {
+			claims = append(claims, fmt.Sprint(entry.ParameterKVList))
+		}
+	}
+	want := []string{"[lock default/sample-controller holder intruder leaseDurationSeconds 2147483647 honouredSeconds 2]"}
+	if !slices.Equal(claims, want) {
+		t.Errorf("logged the claims %q, want %q", claims, want)
+	}
+}
+
+// A record's duration is cut to the replica's own, in whole seconds rounded
+// up; one at or below it is passed on as read.
+func TestLeaseDurationsAboveTheReplicasOwnAreCutToIt(t *testing.T) {
+	for _, tc := range []struct {
+		own           time.Duration
+		claimed, want int
+	}{
+		{15 * time.Second, 1, 1},
+		{15 * time.Second, 15, 15},
+		{15 * time.Second, 16, 15},
+		{15 * time.Second, math.MaxInt32, 15},
+		// client-go writes 1 s for 1.5 s, and the cut is to 2 s: no
+		// replica's own record is cut.
+		{1500 * time.Millisecond, 2, 2},
+		{1500 * time.Millisecond, 3, 2},
+	} {
+		inner := &fakeLock{record: resourcelock.LeaderElectionRecord{HolderIdentity: "replica-b", LeaseDurationSeconds: tc.claimed}}
+		lock := &fencedLock{Interface: inner, fence: fenceAt(&clock{}), leaseDuration: tc.own}
+		record, _, err := lock.Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if record.LeaseDurationSeconds != tc.want {
+			t.Errorf("a replica of lease duration %v read a record of %d s as %d s, want %d s",
+				tc.own, tc.claimed, record.LeaseDurationSeconds, tc.want)
+		}
 	}
 }
 

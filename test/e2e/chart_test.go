@@ -126,12 +126,12 @@ func objectKey(obj *unstructured.Unstructured) string {
 	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
 }
 
-// renderChart is helm template of the chart as a release in the shipped
-// namespace, with the values files given.
-func renderChart(t *testing.T, chart string, values ...string) map[string]*unstructured.Unstructured {
+// renderChart is helm template of the chart (chartDir) as a release in the
+// shipped namespace, with the values files given.
+func renderChart(t *testing.T, values ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	args := make([]string, 0, 5+2*len(values))
-	args = append(args, "template", deployName, chart, "--namespace", deployNamespace)
+	args = append(args, "template", deployName, chartDir, "--namespace", deployNamespace)
 	for _, v := range values {
 		args = append(args, "--values", v)
 	}
@@ -160,10 +160,10 @@ func TestChartRendersWhatTheManifestsInstall(t *testing.T) {
 		"spec", "matchResources", "namespaceSelector", "matchLabels"); err != nil {
 		t.Fatal(err)
 	}
-	expectSameObjects(t, "helm template (default values)", renderChart(t, chartDir), want)
+	expectSameObjects(t, "helm template (default values)", renderChart(t), want)
 
 	monitoring := decodeObjects(t, kubectl(t, "kustomize", monitoringKustomization))
-	got := renderChart(t, chartDir, filepath.Join(chartDir, "ci", "monitoring-values.yaml"))
+	got := renderChart(t, filepath.Join(chartDir, "ci", "monitoring-values.yaml"))
 	for key, obj := range monitoring {
 		if obj.GetKind() != "ServiceMonitor" && obj.GetKind() != "PrometheusRule" {
 			continue
@@ -349,7 +349,7 @@ func TestChartValuesCombinationsLintAndRender(t *testing.T) {
 		t.Run(file, func(t *testing.T) {
 			values := filepath.Join(chartDir, "ci", file)
 			helm(t, "lint", "--strict", chartDir, "--values", values)
-			got := renderChart(t, chartDir, values)
+			got := renderChart(t, values)
 			for _, key := range want.present {
 				if got[key] == nil {
 					t.Errorf("no %s", key)
@@ -465,5 +465,62 @@ func TestChartRefusesValuesItCannotRenderWithAClearAnswer(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("helm template --set %s: %s, want it to say %q", set, out, want)
 		}
+	}
+}
+
+// unconfinedRefusal is what helm answers to admissionPolicies.enabled=false
+// alone (hack/helm-chart's unconfinedGuard): both values, and where to read
+// what the policies refuse.
+const unconfinedRefusal = "admissionPolicies.enabled=false leaves the controller's ServiceAccount confined by " +
+	"RBAC alone: a stolen token could write any pod template in any namespace, the Foo CRD's webhook, Secrets " +
+	"and Leases of any name. Set admissionPolicies.acknowledgeUnconfined=true as well to install it so; what each " +
+	"policy refuses: https://github.com/kube-samples/sample-controller/blob/main/docs/security.md#admission-policies"
+
+// The chart renders without the admission policies only when a second
+// value says the operator means it: admissionPolicies.enabled=false alone
+// fails with unconfinedRefusal, as a value turned off in passing would
+// otherwise leave the token confined by RBAC alone, unseen; with
+// admissionPolicies.acknowledgeUnconfined=true too it renders the
+// controller and no policy; by default, every policy and binding the
+// manifests install.
+func TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged(t *testing.T) {
+	policies := func(objects map[string]*unstructured.Unstructured) []string {
+		var keys []string
+		for key, o := range objects {
+			if k := o.GetKind(); k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding" {
+				keys = append(keys, key)
+			}
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	manifests := policies(decodeObjects(t, kubectl(t, "kustomize", deployKustomization)))
+	for _, name := range []string{samplecontroller.CRDWritePolicyName, samplecontroller.OwnNamespacePolicyName,
+		samplecontroller.OwnNamesPolicyName} {
+		if !slices.Contains(manifests, "ValidatingAdmissionPolicy /"+name) ||
+			!slices.Contains(manifests, "ValidatingAdmissionPolicyBinding /"+name) {
+			t.Fatalf("the manifests install %v, without the policy and binding %s", manifests, name)
+		}
+	}
+
+	out, err := runHelm("template", deployName, chartDir, "--namespace", deployNamespace,
+		"--set", "admissionPolicies.enabled=false")
+	if err == nil {
+		t.Errorf("helm template --set admissionPolicies.enabled=false rendered, want it refused")
+	} else if !strings.Contains(out, unconfinedRefusal) {
+		t.Errorf("helm template --set admissionPolicies.enabled=false: %s\nwant it to say %q", out, unconfinedRefusal)
+	}
+
+	acknowledged := decodeObjects(t, helm(t, "template", deployName, chartDir, "--namespace", deployNamespace,
+		"--set", "admissionPolicies.enabled=false", "--set", "admissionPolicies.acknowledgeUnconfined=true"))
+	if got := policies(acknowledged); len(got) != 0 {
+		t.Errorf("with the policies off and acknowledged, the chart renders %v, want none", got)
+	}
+	if acknowledged[deploymentKey] == nil {
+		t.Errorf("with the policies off and acknowledged, no %s", deploymentKey)
+	}
+
+	if got := policies(renderChart(t)); !slices.Equal(got, manifests) {
+		t.Errorf("by default the chart renders the policies %v, want the manifests' %v", got, manifests)
 	}
 }

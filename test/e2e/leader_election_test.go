@@ -21,6 +21,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +29,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -47,8 +50,12 @@ import (
 //     later, as the test reports.
 //   - a terminated leader releases the Lease, and the standby takes it at its
 //     next attempt, at most 2.2 s later.
+//   - a Lease forged as another holder's, claiming 2147483647 s: a standby
+//     honours only its own lease duration, counted from the attempt at which
+//     it read the forged record, at most one attempt gap after the write, so
+//     it takes over at most about 19.4 s after the write, as after a kill.
 //
-// A minute is three times the slower of the two.
+// A minute is three times the slowest.
 const takeoverDeadline = time.Minute
 
 // terminationGracePeriod is how long the kubelet waits after SIGTERM before
@@ -62,8 +69,14 @@ const terminationGracePeriod = 30 * time.Second
 // When the leader dies, a standby takes over and syncs the Foos created
 // since: after SIGKILL once the Lease has gone unrenewed for the lease
 // duration, after SIGTERM at once, the leader having released the Lease on
-// its way out. The test reports how long each take-over took; it does not
-// judge it (see takeoverDeadline).
+// its way out. And when whoever may update the Lease rewrites it as another
+// holder's, claiming 2147483647 s (68 years): the leader cannot renew it and
+// exits, and a standby takes over one lease duration after it read the
+// forged record, not 68 years. The test reports how long each take-over
+// took; it does not judge it (see takeoverDeadline), but for the forged
+// Lease checks it was not taken before a lease duration had passed since the
+// write: the standby counts from its own reading, not from the forged
+// record's times.
 func TestStandbyTakesOverWhenLeaderDies(t *testing.T) {
 	ensureStandardCRD(t)
 	ns := newNamespace(t, "prod-failover")
@@ -168,6 +181,73 @@ func TestStandbyTakesOverWhenLeaderDies(t *testing.T) {
 	if got := reconciles(scrape(t, standby.Controller), "success"); got < 1 {
 		t.Errorf("new leader %s: %v successful syncs, want at least 1", standby.Name, got)
 	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// A fresh standby, then the Lease forged: another holder's, claiming
+	// 2147483647 s, written as the deployed ServiceAccount may (its Role
+	// grants update of its Lease). Without the cap of the Lease lock
+	// (pkg/replicas, fencedLock.Get) every replica waits 68 years.
+	leader, standby = standby, start("replica-d")
+	waitControllerReady(t, standby.Controller)
+	waitLeaderGauges(t, id, leader, standby)
+	expectLease(t, ns, id, leader.identity, 2)
+	written := forgeLease(t, ns, id, "intruder", math.MaxInt32)
+	exit = waitExit(leader.Controller, takeoverDeadline)
+	foo4 := createFoo(t, newFoo(ns, "after-forged-lease", "after-forged-lease", nil))
+	lease = waitLeaseTaken(t, ns, id, standby.identity, 4)
+	waitFooReady(t, ns, foo4.Name)
+	ready = time.Since(written)
+	exited = <-exit
+	if exited.err != nil {
+		t.Fatalf("%s, which led, after the Lease was forged: %v", leader.Name, exited.err)
+	}
+	took := lease.Spec.AcquireTime.Sub(written)
+	t.Logf("take-over after the Lease was forged: %s exited with %d %v after the write; %s acquired the Lease %v after it (the Lease's acquireTime; lease duration %v); a Foo created right after the write was Ready %v after it",
+		leader.Name, exited.code, exited.at.Sub(written).Round(10*time.Millisecond), standby.Name,
+		took.Round(10*time.Millisecond), defaultLeaseDuration, ready.Round(10*time.Millisecond))
+	if exited.code != 1 || !strings.Contains(leader.Log(), `"Lost leadership, exiting"`) {
+		t.Errorf("%s exited with %d after the Lease was forged, want 1 and \"Lost leadership, exiting\" in its log",
+			leader.Name, exited.code)
+	}
+	if took < defaultLeaseDuration {
+		t.Errorf("%s took the forged Lease %v after the write, before the lease duration (%v) had passed", standby.Name,
+			took, defaultLeaseDuration)
+	}
+	if claim := `"Lease claims a longer duration than this replica's, honouring its own"`; !strings.Contains(standby.Log(), claim) {
+		t.Errorf("%s did not log %s", standby.Name, claim)
+	}
+	waitLeaderGauges(t, id, standby)
+}
+
+// defaultLeaseDuration is -leader-elect-lease-duration's default.
+const defaultLeaseDuration = 15 * time.Second
+
+// forgeLease rewrites the Lease ns/id as holder's, just acquired and
+// claiming seconds, as a replica's acquisition would but for the duration,
+// and returns when the write was sent.
+func forgeLease(t *testing.T, ns, id, holder string, seconds int32) time.Time {
+	t.Helper()
+	leases := cluster.Kube.CoordinationV1().Leases(ns)
+	var sent time.Time
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the leader renews meanwhile
+		lease, err := leases.Get(context.Background(), id, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sent = time.Now()
+		now := metav1.NewMicroTime(sent)
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &holder, &seconds
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		lease.Spec.LeaseTransitions = ptr.To(ptrValue(lease.Spec.LeaseTransitions) + 1)
+		_, err = leases.Update(context.Background(), lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("forging the Lease %s/%s: %v", ns, id, err)
+	}
+	return sent
 }
 
 // replica is a controller taking part in leader election.

@@ -215,8 +215,8 @@ func TestHelmChartFromARegistryInstallsUpgradesAndUninstallsOnARealNode(t *testi
 	})
 
 	t.Run("optional objects go and come back whole", func(t *testing.T) {
-		off := []string{"--set", "admissionPolicies.enabled=false", "--set", "networkPolicy.enabled=false",
-			"--set", "flowSchema.enabled=false"}
+		off := []string{"--set", "admissionPolicies.enabled=false", "--set", "admissionPolicies.acknowledgeUnconfined=true",
+			"--set", "networkPolicy.enabled=false", "--set", "flowSchema.enabled=false"}
 		upgrade := func(set ...string) {
 			helm(t, append([]string{"upgrade", helmRelease, chart, "--version", "0.1.0", "--namespace", deployNamespace,
 				"--ca-file", reg.CAFile, "--values", valuesFor(t, node, "this", imageRef)}, set...)...)

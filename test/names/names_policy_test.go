@@ -28,6 +28,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/pkg/replicas"
 )
@@ -62,7 +63,8 @@ func createdNames(t *testing.T) map[string]string {
 // -leader-elect-id, with, for sharding, the names that start with its
 // pkg/replicas.LeasePrefixes. A name renamed on one side only, and the controller's
 // own create would be refused the first time it makes it (a new cluster, a
-// CA Secret deleted), or another name admitted.
+// CA Secret deleted), or another name admitted. The Secret's updates are
+// matched too, for its type alone: an update keeps its name.
 func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 	names := createdNames(t)
 	if got, want := names, map[string]string{
@@ -81,20 +83,26 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 	if len(policy.Spec.MatchConditions) != 1 || policy.Spec.MatchConditions[0].Expression != wantUser {
 		t.Errorf("%s: matchConditions %+v, want one: %s", path, policy.Spec.MatchConditions, wantUser)
 	}
+	// Creates of the three kinds, and the Secret's updates too, for its type.
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-	wantRules := []admissionregistrationv1.Rule{
-		{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"secrets", "configmaps"}},
-		{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"leases"}},
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	wantRules := []admissionregistrationv1.RuleWithOperations{
+		{Operations: createUpdate, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"secrets"}}},
+		{Operations: create, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"configmaps"}}},
+		{Operations: create, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"leases"}}},
 	}
 	if c := policy.Spec.MatchConstraints; c == nil || len(c.ResourceRules) != len(wantRules) {
-		t.Errorf("%s: matchConstraints %+v, want the creates of %+v", path, c, wantRules)
+		t.Errorf("%s: matchConstraints %+v, want %+v", path, c, wantRules)
 	} else {
 		for i, r := range c.ResourceRules {
 			w := wantRules[i]
-			if !slices.Equal(r.Operations, create) || !slices.Equal(r.APIGroups, w.APIGroups) ||
+			if !slices.Equal(r.Operations, w.Operations) || !slices.Equal(r.APIGroups, w.APIGroups) ||
 				!slices.Equal(r.APIVersions, w.APIVersions) || !slices.Equal(r.Resources, w.Resources) ||
 				len(r.ResourceNames) > 0 || (r.Scope != nil && *r.Scope != admissionregistrationv1.AllScopes) {
-				t.Errorf("%s: resource rule %d: %+v, want the creates of %+v", path, i, r, w)
+				t.Errorf("%s: resource rule %d: %+v, want %+v", path, i, r, w)
 			}
 		}
 	}
@@ -102,12 +110,13 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 		t.Errorf("%s: failurePolicy %v, want Fail", path, f)
 	}
 
-	// One validation, one clause per kind, each admitting one name.
-	if len(policy.Spec.Validations) != 1 {
-		t.Fatalf("%s: %d validations, want 1", path, len(policy.Spec.Validations))
+	// Two validations: the names of creates, one clause per kind, each
+	// admitting one name; then the Secret's type (the next test).
+	if len(policy.Spec.Validations) != 2 {
+		t.Fatalf("%s: %d validations, want 2", path, len(policy.Spec.Validations))
 	}
 	v := policy.Spec.Validations[0]
-	want := "has(object.metadata.name) && (" +
+	want := "request.operation != 'CREATE' || has(object.metadata.name) && (" +
 		"(request.resource.resource == 'secrets' && object.metadata.name == 'sample-controller-webhook-ca') || " +
 		"(request.resource.resource == 'configmaps' && object.metadata.name == 'sample-controller-metrics-ca') || " +
 		"(request.resource.resource == 'leases' && (object.metadata.name == 'sample-controller' || " +
@@ -143,6 +152,38 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 		!slices.Equal(s.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
 		t.Errorf("%s/names-policybinding.yaml: %+v, want policy %s, validationActions [Deny], nothing narrower",
 			deployDir, s, policy.Name)
+	}
+}
+
+// The own-names policy's second validation admits, of the Secrets the
+// controller's ServiceAccount creates or updates, the type pkg/certauthority
+// writes alone. Of another type, a Secret of the CA Secret's name could be a
+// kubernetes.io/service-account-token Secret, which the API server fills in
+// with a token that never expires and the Role lets the account read; and a
+// type changed in the Go source alone would have the controller's own create
+// refused the first time it makes its CA.
+func TestOwnNamesPolicyAdmitsTheSecretTypeTheControllerWrites(t *testing.T) {
+	if got, want := certauthority.SecretType, "Opaque"; string(got) != want {
+		t.Errorf("pkg/certauthority writes its CA Secret of type %q; names-policy.yaml admits %q alone", got, want)
+	}
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	decode(t, "names-policy.yaml", &policy)
+	path := deployDir + "/names-policy.yaml"
+	if len(policy.Spec.Validations) != 2 {
+		t.Fatalf("%s: %d validations, want 2, the second the Secret's type", path, len(policy.Spec.Validations))
+	}
+	typed := policy.Spec.Validations[1]
+	if got, want := strings.Join(strings.Fields(typed.Expression), " "),
+		"request.resource.resource != 'secrets' || object.type == '"+string(certauthority.SecretType)+"'"; got != want {
+		t.Errorf("%s: validation %q, want %q", path, got, want)
+	}
+	for _, s := range []string{createdNames(t)["secrets"], string(certauthority.SecretType)} {
+		if !strings.Contains(typed.Message, s) {
+			t.Errorf("%s: the message %q does not name %q", path, typed.Message, s)
+		}
+	}
+	if typed.Reason == nil || *typed.Reason != "Forbidden" {
+		t.Errorf("%s: reason %v, want Forbidden", path, typed.Reason)
 	}
 }
 

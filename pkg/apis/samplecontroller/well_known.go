@@ -16,6 +16,8 @@ limitations under the License.
 
 package samplecontroller
 
+import "unicode/utf8"
+
 // The words the sample-controller writes into the cluster: its name, the
 // labels on the Deployments it manages, and the condition and reasons it
 // reports on Foos. They are part of the API a user (and a test) relies on, so
@@ -132,4 +134,51 @@ const (
 // ("deployments").
 func OwnedWritesPolicyName(resource string) string {
 	return ControllerName + "-owned-" + resource
+}
+
+// Bounds of a Foo's status, in every version the CRD serves. The status is
+// kept whole in every replica's Foo cache and in etcd, and anyone who may
+// write foos/status (the controller's ServiceAccount among them) would
+// otherwise fill it up to metav1.Condition's own bounds: any number of
+// conditions with messages of 32 KiB, 1.3 MB a Foo for 40. The markers on
+// FooStatus repeat them as literals (markers cannot name a constant); a unit
+// test keeps them equal in every version. Within them a status still holds
+// up to about 20 KB of text (48 KB were every character 4 bytes of UTF-8):
+// 8 messages, and 8 reasons of 1024 and types of 316 (metav1.Condition's
+// bounds), and the selector, where the controller writes a few hundred
+// bytes. That is the residual, per Foo that exists (a token that may write
+// foos/status creates none): up to 10 MB over 200 Foos, but beyond a
+// replica's 256Mi over some ten thousand (docs/security.md).
+const (
+	// MaxConditions: the controller writes one condition, Ready; 8 leaves
+	// room for the few others another controller may add (Gateway API
+	// bounds its conditions to 8 too).
+	MaxConditions = 8
+	// MaxConditionMessageLength, in characters (Unicode code points, as
+	// the CRD's CEL rule counts them): above the longest message the
+	// controller composes itself (594, NameTakenProblem with two names of
+	// 253 characters), and the length of a condition's reason and of an
+	// event's note in the events API. A longer one (a refused write quotes
+	// the API server's error) is cut by CutConditionMessage.
+	MaxConditionMessageLength = 1024
+	// MaxSelectorLength bounds status.selector, which the controller writes
+	// as "app=nginx,controller=" and at most 63 characters: a fork's own pod
+	// labels fit beside them.
+	MaxSelectorLength = 1024
+)
+
+// CutConditionMessage returns message as a condition of a Foo may hold it:
+// unchanged when it has at most MaxConditionMessageLength characters, else
+// its first MaxConditionMessageLength-1 characters and "…", so that a
+// reader sees it was cut. Cutting a cut message changes nothing.
+func CutConditionMessage(message string) string {
+	if utf8.RuneCountInString(message) <= MaxConditionMessageLength {
+		return message
+	}
+	cut := 0
+	for range MaxConditionMessageLength - 1 {
+		_, size := utf8.DecodeRuneInString(message[cut:])
+		cut += size
+	}
+	return message[:cut] + "…"
 }

@@ -108,8 +108,10 @@ type FooStatus struct {
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 	// Label selector of the Deployment's pods, in string form, for the scale
-	// subresource (and so for a HorizontalPodAutoscaler).
+	// subresource (and so for a HorizontalPodAutoscaler). At most 1024
+	// characters.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
 	// The metadata.generation of the Foo this status describes.
 	// +optional
@@ -127,9 +129,14 @@ type FooStatus struct {
 	// StatusPruned, when the installed CRD is outdated and the API server
 	// drops status fields. Normal events, reason Synced, record each
 	// Deployment the controller creates, updates or deletes.
+	// At most 8 conditions, each message at most 1024 characters: the
+	// controller cuts a longer message of its own (a refused write quotes
+	// the API server's error) and ends it with "…".
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:XValidation:rule="size(self.message) <= 1024",fieldPath=".message",message="must be at most 1024 characters: a Foo's status is kept small"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

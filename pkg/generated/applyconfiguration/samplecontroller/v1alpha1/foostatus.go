@@ -33,7 +33,8 @@ type FooStatusApplyConfiguration struct {
 	// count of the Foo's scale subresource.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Label selector of the Deployment's pods, in string form, for the scale
-	// subresource (and so for a HorizontalPodAutoscaler).
+	// subresource (and so for a HorizontalPodAutoscaler). At most 1024
+	// characters.
 	Selector *string `json:"selector,omitempty"`
 	// The metadata.generation of the Foo this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
@@ -50,6 +51,9 @@ type FooStatusApplyConfiguration struct {
 	// StatusPruned, when the installed CRD is outdated and the API server
 	// drops status fields. Normal events, reason Synced, record each
 	// Deployment the controller creates, updates or deletes.
+	// At most 8 conditions, each message at most 1024 characters: the
+	// controller cuts a longer message of its own (a refused write quotes
+	// the API server's error) and ends it with "…".
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
