@@ -98,10 +98,10 @@ func NewReplica[C Controller](count, workers int, cfg Config, leases coordinatio
 	}
 }
 
-// Run takes part in sharding until ctx ends. Then it stops the Controllers
-// of the shards it holds, waits for them to finish, releases their Leases,
-// and deletes its member Lease: the other replicas take its shards at their
-// next retry instead of after the lease duration.
+// Run takes part in sharding until ctx ends. Then it deletes its member
+// Lease, stops the Controllers of the shards it holds, waits for them to
+// finish, and releases their Leases: the other replicas take its shards at
+// their next retry instead of after the lease duration.
 func (r *Replica[C]) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("shards", r.count, "identity", r.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
@@ -110,6 +110,21 @@ func (r *Replica[C]) Run(ctx context.Context) {
 	// client-go's elector's jitter: replicas started together spread out.
 	wait.JitterUntilWithContext(ctx, r.round, r.cfg.RetryPeriod, 1.2, true)
 
+	// The leave is announced before the releases: with the member Lease
+	// gone, the other replicas assign this one's shards among themselves at
+	// their next round, while its workers finish, and each new holder takes
+	// its shard the moment it is released. Deleted last, the Lease kept them
+	// assigned here until the slowest shard's workers finished, and a shard
+	// released early waited, unheld, for that. Announcing early makes no
+	// second writer: a replica takes a shard only once its Lease is released
+	// (after this replica's workers finished and its fence closed) or went
+	// unrenewed for the lease duration, whatever the assignment says.
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+	defer cancel()
+	err := r.leases.Delete(shutdown, memberLeaseName(r.cfg.Name, r.cfg.Identity), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Could not delete this replica's member Lease; the others see it gone after the lease duration")
+	}
 	// Every shard at once: each waits for its workers to finish the Foo in hand.
 	r.mu.Lock()
 	for _, h := range r.held {
@@ -117,12 +132,6 @@ func (r *Replica[C]) Run(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.done.Wait()
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
-	defer cancel()
-	err := r.leases.Delete(shutdown, memberLeaseName(r.cfg.Name, r.cfg.Identity), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "Could not delete this replica's member Lease; the others see it gone after the lease duration")
-	}
 	logger.Info("Left sharding")
 }
 

@@ -396,6 +396,40 @@ func TestLeavingReleasesEveryShardAndTheMemberLease(t *testing.T) {
 	}
 }
 
+// A leaving replica deletes its member Lease before it releases any shard:
+// the others count it out at their next round, while its workers finish the
+// Foos in hand, and not only after its slowest shard was released. The
+// member Lease is a's: FNV-1a 32 of "a" is e40c292c.
+func TestALeavingReplicaDeletesItsMemberLeaseBeforeReleasingAnyShard(t *testing.T) {
+	client := leaseServer()
+	var offset atomic.Int64
+	r := newTestReplica(client, "a", 4, &offset)
+	r.runUntilItHoldsEveryShard(t)
+	var leaving []string // the deletes, and the updates that clear a holder, in the order sent
+	for _, a := range client.Actions() {
+		switch a.GetVerb() {
+		case "delete":
+			leaving = append(leaving, "delete "+a.(clienttesting.DeleteAction).GetName())
+		case "update":
+			if lease := a.(clienttesting.UpdateAction).GetObject().(*coordinationv1.Lease); holderOf(lease) == "" {
+				leaving = append(leaving, "release "+lease.Name)
+			}
+		}
+	}
+	if len(leaving) != 5 {
+		t.Fatalf("sent %q, want the member Lease's delete and 4 releases", leaving)
+	}
+	if want := "delete sample-controller-member-e40c292c"; leaving[0] != want {
+		t.Errorf("sent %q first, want %q before every release: %q", leaving[0], want, leaving)
+	}
+	// The shards are released at once, in no set order.
+	releases := slices.Sorted(slices.Values(leaving[1:]))
+	if want := []string{"release sample-controller-shard-0-of-4", "release sample-controller-shard-1-of-4",
+		"release sample-controller-shard-2-of-4", "release sample-controller-shard-3-of-4"}; !slices.Equal(releases, want) {
+		t.Errorf("then sent %q, want %q", releases, want)
+	}
+}
+
 func TestTheUnshardedLeaderWaitsForTheShardHoldersToRelease(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
