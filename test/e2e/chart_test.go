@@ -484,7 +484,7 @@ const unconfinedRefusal = "admissionPolicies.enabled=false leaves the controller
 // controller and no policy; by default, every policy and binding the
 // manifests install.
 func TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged(t *testing.T) {
-	policies := func(objects map[string]*unstructured.Unstructured) []string {
+	policyKeys := func(objects map[string]*unstructured.Unstructured) []string {
 		var keys []string
 		for key, o := range objects {
 			if k := o.GetKind(); k == "ValidatingAdmissionPolicy" || k == "ValidatingAdmissionPolicyBinding" {
@@ -494,9 +494,9 @@ func TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged(t *testing.T) 
 		slices.Sort(keys)
 		return keys
 	}
-	manifests := policies(decodeObjects(t, kubectl(t, "kustomize", deployKustomization)))
+	manifests := policyKeys(decodeObjects(t, kubectl(t, "kustomize", deployKustomization)))
 	for _, name := range []string{samplecontroller.CRDWritePolicyName, samplecontroller.OwnNamespacePolicyName,
-		samplecontroller.OwnNamesPolicyName} {
+		samplecontroller.OwnNamesPolicyName, samplecontroller.OwnEventsPolicyName} {
 		if !slices.Contains(manifests, "ValidatingAdmissionPolicy /"+name) ||
 			!slices.Contains(manifests, "ValidatingAdmissionPolicyBinding /"+name) {
 			t.Fatalf("the manifests install %v, without the policy and binding %s", manifests, name)
@@ -513,14 +513,14 @@ func TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged(t *testing.T) 
 
 	acknowledged := decodeObjects(t, helm(t, "template", deployName, chartDir, "--namespace", deployNamespace,
 		"--set", "admissionPolicies.enabled=false", "--set", "admissionPolicies.acknowledgeUnconfined=true"))
-	if got := policies(acknowledged); len(got) != 0 {
+	if got := policyKeys(acknowledged); len(got) != 0 {
 		t.Errorf("with the policies off and acknowledged, the chart renders %v, want none", got)
 	}
 	if acknowledged[deploymentKey] == nil {
 		t.Errorf("with the policies off and acknowledged, no %s", deploymentKey)
 	}
 
-	if got := policies(renderChart(t)); !slices.Equal(got, manifests) {
+	if got := policyKeys(renderChart(t)); !slices.Equal(got, manifests) {
 		t.Errorf("by default the chart renders the policies %v, want the manifests' %v", got, manifests)
 	}
 }

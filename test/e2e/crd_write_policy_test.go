@@ -355,16 +355,20 @@ func newCABundle(t *testing.T) []byte {
 // create, delete, and patch of the status.
 func bindWiderCRDRole(t *testing.T) {
 	t.Helper()
+	bindWiderRole(t, "wider-crd-writes",
+		rbacv1.PolicyRule{APIGroups: []string{crdGVR.Group}, Resources: []string{crdGVR.Resource}, Verbs: []string{"create", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{crdGVR.Group}, Resources: []string{crdGVR.Resource + "/status"}, Verbs: []string{"patch"}})
+}
+
+// bindWiderRole binds to the controller's ServiceAccount, until the test
+// ends, a ClusterRole <ControllerName>-<suffix> of rules: what RBAC
+// otherwise refuses it, to show that a policy would refuse it too.
+func bindWiderRole(t *testing.T, suffix string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
 	ctx := context.Background()
 	rbac := cluster.Kube.RbacV1()
-	name := samplecontroller.ControllerName + "-wider-crd-writes"
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{crdGVR.Group}, Resources: []string{crdGVR.Resource}, Verbs: []string{"create", "delete"}},
-			{APIGroups: []string{crdGVR.Group}, Resources: []string{crdGVR.Resource + "/status"}, Verbs: []string{"patch"}},
-		},
-	}
+	name := samplecontroller.ControllerName + "-" + suffix
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,8 @@ func TestDeployArtifactsInstallLockedDownController(t *testing.T) {
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.OwnNamespacePolicyName,
 		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.OwnNamesPolicyName,
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.OwnNamesPolicyName,
+		"validatingadmissionpolicy.admissionregistration.k8s.io/" + samplecontroller.OwnEventsPolicyName,
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/" + samplecontroller.OwnEventsPolicyName,
 		"clusterrole.rbac.authorization.k8s.io/" + framework.MetricsReaderClusterRole,
 		"role.rbac.authorization.k8s.io/" + leaderElectionRole,
 		"rolebinding.rbac.authorization.k8s.io/" + leaderElectionRole,

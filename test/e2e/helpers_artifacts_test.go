@@ -89,7 +89,7 @@ func applyDeployArtifacts(t *testing.T) string {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
 		admission := cluster.Kube.AdmissionregistrationV1()
-		errs := make([]error, 0, 10+2*len(desired.Registrations))
+		errs := make([]error, 0, 12+2*len(desired.Registrations))
 		errs = append(errs,
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
@@ -100,6 +100,8 @@ func applyDeployArtifacts(t *testing.T) string {
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamespacePolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnEventsPolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnEventsPolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		)
 		for _, r := range desired.Registrations {

@@ -130,6 +130,10 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 		}
 	}
 	t.Run("the CA Secret updated of its own type alone", expectOwnSecretTypeOnUpdate)
+	// Of the Events the ClusterRole lets it write everywhere, RBAC cannot
+	// name the object, nor the reporter: the own-events policy does.
+	t.Run("Events about its Foos and CA Secret alone, patched its own alone",
+		func(t *testing.T) { expectOwnEventsAlone(t, saKube) })
 }
 
 // expectOwnSecretTypeOnUpdate checks that the own-names policy, in force,

@@ -66,7 +66,8 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	// policies: they are in force before the controller starts.
 	waitCRDWritePolicyInForce(t, crdsAs(t, kubeconfig))
 	waitOwnNamespacePolicyInForce(t, saKube)
-	waitOwnNamesPolicyInForce(t, saKube) // its Lease, Secret and ConfigMap, created below, by name
+	waitOwnNamesPolicyInForce(t, saKube)  // its Lease, Secret and ConfigMap, created below, by name
+	waitOwnEventsPolicyInForce(t, saKube) // its Events about the Foo, below, and their repeats
 
 	// The leader election Role allows get and update of the Lease named
 	// sample-controller only, so this controller uses the default

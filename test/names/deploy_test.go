@@ -102,6 +102,8 @@ func deployFiles() map[string]deployObject {
 		"namespace-policybinding.yaml":     object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamespacePolicyName),
 		"names-policy.yaml":                object("ValidatingAdmissionPolicy", samplecontroller.OwnNamesPolicyName),
 		"names-policybinding.yaml":         object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamesPolicyName),
+		"events-policy.yaml":               object("ValidatingAdmissionPolicy", samplecontroller.OwnEventsPolicyName),
+		"events-policybinding.yaml":        object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnEventsPolicyName),
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),

@@ -78,11 +78,7 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 	decode(t, "names-policy.yaml", &policy)
 	path := deployDir + "/names-policy.yaml"
 
-	wantUser := "request.userInfo.username.startsWith('system:serviceaccount:') && " +
-		"request.userInfo.username.endsWith(':" + samplecontroller.ControllerName + "')"
-	if len(policy.Spec.MatchConditions) != 1 || policy.Spec.MatchConditions[0].Expression != wantUser {
-		t.Errorf("%s: matchConditions %+v, want one: %s", path, policy.Spec.MatchConditions, wantUser)
-	}
+	expectTheControllersUserMatched(t, path, &policy)
 	// Creates of the three kinds, and the Secret's updates too, for its type.
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
@@ -146,12 +142,32 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 		t.Errorf("%s: reason %v, want Forbidden", path, v.Reason)
 	}
 
+	expectDeniedEverywhere(t, "names-policybinding.yaml", &policy)
+}
+
+// expectTheControllersUserMatched checks that policy, read from path,
+// matches every ServiceAccount of the controller's name, in any namespace
+// (an overlay's namespace: moves it), and nobody else.
+func expectTheControllersUserMatched(t *testing.T, path string, policy *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	wantUser := "request.userInfo.username.startsWith('system:serviceaccount:') && " +
+		"request.userInfo.username.endsWith(':" + samplecontroller.ControllerName + "')"
+	if len(policy.Spec.MatchConditions) != 1 || policy.Spec.MatchConditions[0].Expression != wantUser {
+		t.Errorf("%s: matchConditions %+v, want one: %s", path, policy.Spec.MatchConditions, wantUser)
+	}
+}
+
+// expectDeniedEverywhere checks that the binding of bindingFile applies
+// policy with Deny, in every namespace: a binding that only audits, or that
+// selects namespaces, would leave the writes it refuses admitted.
+func expectDeniedEverywhere(t *testing.T, bindingFile string, policy *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	t.Helper()
 	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	decode(t, "names-policybinding.yaml", &binding)
+	decode(t, bindingFile, &binding)
 	if s := binding.Spec; s.PolicyName != policy.Name || s.ParamRef != nil || s.MatchResources != nil ||
 		!slices.Equal(s.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
-		t.Errorf("%s/names-policybinding.yaml: %+v, want policy %s, validationActions [Deny], nothing narrower",
-			deployDir, s, policy.Name)
+		t.Errorf("%s/%s: %+v, want policy %s, validationActions [Deny], nothing narrower",
+			deployDir, bindingFile, s, policy.Name)
 	}
 }
 

@@ -50,6 +50,13 @@ const OwnNamespacePolicyName = ControllerName + "-own-namespace"
 // being created; the policy can.
 const OwnNamesPolicyName = ControllerName + "-own-names"
 
+// OwnEventsPolicyName names the ValidatingAdmissionPolicy of
+// artifacts/deploy, and its binding, that let the controller's
+// ServiceAccount create Events about Foos and WebhookCASecretName alone,
+// reported as ControllerName, and patch its own alone. RBAC cannot read what
+// an Event is about or who reports it; the policy can.
+const OwnEventsPolicyName = ControllerName + "-own-events"
+
 // The conversion webhook's names. The CRD reaches every replica's webhook
 // through WebhookServiceName in the controller's namespace; the CA the
 // replicas sign their serving certificates with, and that the CRD's caBundle
