@@ -962,11 +962,11 @@ func TestMetricsSumWhatEachControllerCaches(t *testing.T) {
 	if got, want := ownedCached(two), map[string]int{"deployments": 4}; !maps.Equal(got, want) {
 		t.Errorf("ownedCached(two controllers) = %v, want %v", got, want)
 	}
-	foos, err := cachedFoos(two, labels.Everything())
+	cached, err := cachedFoos(two, labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(foos) != 4 {
-		t.Errorf("cachedFoos(two controllers) = %d Foos, want 4", len(foos))
+	if len(cached) != 4 {
+		t.Errorf("cachedFoos(two controllers) = %d Foos, want 4", len(cached))
 	}
 }
