@@ -253,7 +253,7 @@ e2e-minors: tools-minors
 	done; \
 	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; exit "$$failed"
 
-## image: build the controller's image with no daemon, as ko does (hack/build-image.sh): _output/image/<name>.tar; IMAGE_PUSH=REGISTRY/REPO:TAG pushes it instead (docs/deploying.md).
+## image: build the controller's image with no daemon, as ko does (hack/build-image.sh): _output/image/<name>.tar; IMAGE_PUSH=REGISTRY/REPO:TAG pushes it instead, and writes _output/image/pushed, the manifests and chart values of it by digest (docs/deploying.md).
 # The end-to-end suite builds it too, and runs it on a real node
 # (docs/testing.md, The real node).
 .PHONY: image

@@ -19,15 +19,18 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
@@ -39,6 +42,7 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/expectations"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
+	"github.com/kube-samples/sample-controller/pkg/foostatus"
 	"github.com/kube-samples/sample-controller/pkg/freshfirst"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	samplescheme "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/scheme"
@@ -48,63 +52,49 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
-// Upstream's sample-controller, with each refinement production needed as one
-// call into a package that says why (docs/controller-client-go.md, "Production
-// lessons"). writes.go has upstream's steps for each object a Foo owns (read
-// from the cache, create, refuse, repair), each a call into pkg/owned, and
-// the status write.
-
-// shutdownGracePeriod is how long, once shutdown begins, workers may finish
-// the Foo in hand, and then events be written.
-const shutdownGracePeriod = 5 * time.Second
+// Upstream's sample-controller, each refinement production needed a call into a package that says why
+// (docs/controller-client-go.md, "Production lessons").
+const (
+	// shutdownGracePeriod is how long, once shutdown begins, workers may finish the Foo in hand, and then events be
+	// written.
+	shutdownGracePeriod = 5 * time.Second
+	// fieldManager signs every write: server-side apply's manager of the fields the controller owns.
+	fieldManager = samplecontroller.ControllerName
+)
 
 // Controller reconciles Foos with the Deployments they ask for.
 type Controller struct {
 	kubeclientset   kubernetes.Interface
 	sampleclientset clientset.Interface
 
-	ownedObjects []ownedObjects // each kind a Foo owns (desired.Registrations) and its cache
-	foosLister   listers.FooLister
-	foosIndexer  cache.Indexer
-	foosSynced   cache.InformerSynced
-	informers    []cache.SharedIndexInformer // the Foo informer and each owned kind's (RunInformers)
+	deploymentsLister desired.DeploymentLister // each Deployment as the cache keeps it (desired.CachedDeployment)
+	deploymentsSynced cache.InformerSynced
+	foosLister        listers.FooLister
+	foosIndexer       cache.Indexer
+	foosSynced        cache.InformerSynced
+	informers         []cache.SharedIndexInformer // the Foo and Deployment informers (RunInformers)
 
-	workqueue *freshfirst.Queue // the keys of Foos to sync, fresh changes first
-
-	expectations expectations.Foos // what the controller knows of each Foo that its cache does not show yet
-
-	recorder eventrecorder.Interface // events about Foos; tests record them in memory
-
-	namespace string     // the one namespace the informers watch; "" for all
-	fence     writeFence // if set, holds workers back while the Lease is overdue
-	syncs     syncLimit  // if set, the replica's syncs at once, which its shards share
-}
-
-// ownedObjects are the objects of one kind a Foo owns: the registration whose steps writes.go calls, and its
-// informer's cache, which holds each as its owned.Object (read it through the registration's Get).
-type ownedObjects struct {
-	owned.Registered[*samplev1beta1.Foo]
-	indexer cache.Indexer
-	synced  cache.InformerSynced
+	workqueue    *freshfirst.Queue       // the keys of Foos to sync, fresh changes first
+	expectations expectations.Foos       // what the controller knows of each Foo that its cache does not show yet
+	recorder     eventrecorder.Interface // events about Foos; tests record them in memory
+	status       *foostatus.Writer       // writes the status of Foos, and reports their problems
+	config       Config
 }
 
 // Config is what a Controller needs besides its clients and informers.
 type Config struct {
-	// Namespace is the one namespace the informers were built to watch, "" for all. It must be theirs: a
-	// replica taking over lists the Foos of this namespace (pkg/expectations), which a namespaced Role allows only there.
+	// Namespace is the one namespace the informers were built to watch, "" for all. It must be theirs: a replica
+	// taking over lists the Foos of this namespace (pkg/expectations), which a namespaced Role allows only there.
 	Namespace string
-	// Fence, when leader election is on, is the Lease's write fence (pkg/replicas): workers wait at it while the
-	// Lease is overdue. Nil without leader election: nothing to wait for.
-	Fence writeFence
-	// Syncs, when sharded, bounds the syncs of every shard a replica holds together (pkg/replicas' Syncs): a
-	// worker waits for room before it syncs. Nil with one shard: the workers are the bound.
-	Syncs syncLimit
-	// Shards, when sharded, is how many shards the Foos are split into, this controller reconciling one: its
-	// events hold that share of one replica's memory for events (pkg/eventrecorder), the Foos the correlator
-	// remembers and the events waiting to be written. 0 with one shard.
-	Shards int
-	// WaitingEvents, when sharded, bounds the events waiting to be written of every shard a replica holds together,
-	// each shard bringing its share. Nil with one shard.
+	// Admission says when a worker may sync (pkg/replicas' Scope.Admit): while the Lease that gives the work is
+	// fresh, and, sharded, once the replica has room for one more sync of all its shards'. Nil: at once.
+	Admission interface {
+		Admit(ctx context.Context) (release func(), err error)
+	}
+	// Shards, when sharded, is how many shards the Foos are split into, one of them this controller's, and
+	// WaitingEvents the events waiting to be written of every shard a replica holds: each shard's events hold its
+	// share of one replica's memory for events (pkg/eventrecorder). 0 and nil with one shard.
+	Shards        int
 	WaitingEvents *eventrecorder.WaitingEvents
 }
 
@@ -114,39 +104,24 @@ func init() {
 	utilruntime.Must(samplescheme.AddToScheme(scheme.Scheme))
 }
 
-// writeFence says when this replica may write (pkg/replicas' Fence).
-type writeFence interface {
-	WaitOpen(ctx context.Context) error
-}
-
-// syncLimit bounds the syncs running at once (pkg/replicas' Syncs).
-type syncLimit interface {
-	Acquire(ctx context.Context) error
-	Release()
-}
-
-// NewController returns a controller fed by the given informers, ready to Run, called before they start: it sets
-// what the Foo cache keeps (foocache.Transform). ownedInformers are the kinds a Foo owns with their informers
-// (desired.NewOwnedInformers of desired.Registrations), the Deployment's among them.
+// NewController returns a controller fed by the given informers, ready to Run, called before they start: it sets what
+// the Foo cache keeps (foocache.SetUp). deploymentInformer is desired.NewDeploymentInformer's.
 func NewController(ctx context.Context, kubeclientset kubernetes.Interface, sampleclientset clientset.Interface,
-	ownedInformers []desired.OwnedInformer, fooInformer informers.FooInformer, config Config,
+	deploymentInformer cache.SharedIndexInformer, fooInformer informers.FooInformer, config Config,
 ) (*Controller, error) {
 	controller := &Controller{
-		kubeclientset:   kubeclientset,
-		sampleclientset: sampleclientset,
-		foosLister:      fooInformer.Lister(),
-		foosIndexer:     fooInformer.Informer().GetIndexer(),
-		foosSynced:      fooInformer.Informer().HasSynced,
-		workqueue:       freshfirst.New(),
-		namespace:       config.Namespace,
-		fence:           config.Fence,
-		syncs:           config.Syncs,
-		informers:       []cache.SharedIndexInformer{fooInformer.Informer()},
+		kubeclientset:     kubeclientset,
+		sampleclientset:   sampleclientset,
+		deploymentsLister: desired.NewDeploymentLister(deploymentInformer.GetIndexer()),
+		deploymentsSynced: deploymentInformer.HasSynced,
+		foosLister:        fooInformer.Lister(),
+		foosIndexer:       fooInformer.Informer().GetIndexer(),
+		foosSynced:        fooInformer.Informer().HasSynced,
+		workqueue:         freshfirst.New(),
+		config:            config,
+		informers:         []cache.SharedIndexInformer{fooInformer.Informer(), deploymentInformer},
 	}
-	if err := fooInformer.Informer().SetTransform(foocache.Transform); err != nil {
-		return nil, err
-	}
-	if err := fooInformer.Informer().AddIndexers(foocache.Indexers()); err != nil {
+	if err := foocache.SetUp(fooInformer.Informer()); err != nil {
 		return nil, err
 	}
 
@@ -156,27 +131,22 @@ func NewController(ctx context.Context, kubeclientset kubernetes.Interface, samp
 	}); err != nil {
 		return nil, err
 	}
-	for _, o := range ownedInformers {
-		if _, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
-		}); err != nil {
-			return nil, err
-		}
-		controller.ownedObjects = append(controller.ownedObjects,
-			ownedObjects{o.Registered, o.Informer.GetIndexer(), o.Informer.HasSynced})
-		controller.informers = append(controller.informers, o.Informer)
+	if _, err := deploymentInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: controller.onOwnedAdd, UpdateFunc: controller.onOwnedUpdate, DeleteFunc: controller.onOwnedDelete,
+	}); err != nil {
+		return nil, err
 	}
-	// Last, once nothing can fail: the recorder's broadcasters run, and hold room in the replica's backlog, until
-	// Run shuts it down.
+	// Last, once nothing can fail: the recorder's broadcasters run, and hold room in the replica's backlog, until Run
+	// shuts it down.
 	controller.recorder = eventrecorder.New(ctx, kubeclientset.CoreV1(), scheme.Scheme, samplecontroller.ControllerName,
 		config.Shards, config.WaitingEvents)
+	controller.status = &foostatus.Writer{Client: sampleclientset.SamplecontrollerV1beta1(),
+		Expectations: &controller.expectations, Recorder: controller.recorder}
 	return controller, nil
 }
 
-// RunInformers runs the informers the controller was built with until ctx
-// ends, and returns once they have stopped. Upstream's main starts its
-// informer factories; here the controller's informers start and stop with
-// the work it is given (pkg/replicas: every Foo, or a shard held).
+// RunInformers runs the controller's informers until ctx ends, and returns once they have stopped: they start and stop
+// with the work it is given (pkg/replicas: every Foo, or a shard held), where upstream's main starts its factories.
 func (c *Controller) RunInformers(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, informer := range c.informers {
@@ -185,8 +155,8 @@ func (c *Controller) RunInformers(ctx context.Context) {
 	wg.Wait()
 }
 
-// Run waits for the caches to sync, then runs workers until ctx ends; then
-// the workers finish the Foo in hand and the events recorded are written.
+// Run waits for the caches to sync, then runs workers until ctx ends; then the workers finish the Foo in hand and the
+// events recorded are written.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.recorder.Shutdown(ctx, shutdownGracePeriod)
@@ -194,8 +164,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 
 	logger.Info("Starting Foo controller")
-	// Caches synced before this replica led are a standby's, maybe behind.
-	wasStandby := c.HasSynced()
+	// Caches synced before this replica led are a standby's, maybe behind: checked against the API server once synced.
+	wasStandby := !slices.ContainsFunc(c.CachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.CachesSynced()...); !ok {
 		if ctx.Err() != nil {
@@ -204,13 +174,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("failed to wait for caches to sync")
 	}
 	if wasStandby {
-		err := c.expectations.RememberChangedWhileStandby(ctx, c.foosIndexer,
-			c.sampleclientset.SamplecontrollerV1beta1().Foos(c.namespace))
-		if err != nil {
-			// Not fatal: a Foo deleted meanwhile costs one create, one
-			// changed meanwhile a write undone when the watch catches up.
-			utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
-		}
+		c.expectations.RememberChangedWhileStandby(ctx, c.foosIndexer,
+			c.sampleclientset.SamplecontrollerV1beta1().Foos(c.config.Namespace))
 	}
 
 	// Syncs outlive ctx by shutdownGracePeriod: a worker finishes its Foo.
@@ -234,54 +199,49 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
-// HasSynced reports whether every informer cache holds a full list.
-func (c *Controller) HasSynced() bool {
-	return !slices.ContainsFunc(c.CachesSynced(), func(synced cache.InformerSynced) bool { return !synced() })
-}
-
-// CachesSynced are the informers' HasSynced: the Foo cache's, then each owned kind's.
+// CachesSynced are the informers' HasSynced: the Foo cache's, then the Deployment cache's.
 func (c *Controller) CachesSynced() []cache.InformerSynced {
-	synced := append(make([]cache.InformerSynced, 0, 1+len(c.ownedObjects)), c.foosSynced)
-	for _, objects := range c.ownedObjects {
-		synced = append(synced, objects.synced)
-	}
-	return synced
+	return []cache.InformerSynced{c.foosSynced, c.deploymentsSynced}
 }
 
-// runWorker processes work items until the queue shuts down, which hands
-// out no key once shutdown began (freshfirst.Queue.Get).
+// CachedFoos are the Foos of selector in the Foo cache (metrics.Caches).
+func (c *Controller) CachedFoos(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
+	return c.foosLister.List(selector)
+}
+
+// OwnedCached counts the objects of each kind a Foo owns in the caches, by resource (metrics.Caches).
+func (c *Controller) OwnedCached() map[string]int {
+	return map[string]int{desired.DeploymentsResource.Resource: c.deploymentsLister.Len()}
+}
+
+// runWorker processes work items until the queue shuts down (it hands out no key once shutdown began).
 func (c *Controller) runWorker(ctx context.Context) {
 	for c.processNextWorkItem(ctx) {
 	}
 }
 
-// processNextWorkItem takes one key off the queue and syncs it. A failed sync
-// is queued again with backoff; a successful one resets the backoff.
+// processNextWorkItem takes one key off the queue and syncs it. A failed sync is queued again with backoff; a
+// successful one resets the backoff.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	objRef, shutdown := c.workqueue.Get()
 	if shutdown {
 		return false
 	}
-	// Done lets the queue hand this key out again.
 	defer c.workqueue.Done(objRef)
-	// Wait while the leader's Lease is overdue; on shutdown, stop.
-	if c.fence != nil && c.fence.WaitOpen(ctx) != nil {
-		return false
-	}
-	// Wait while the replica's other shards use every sync it may run.
-	if c.syncs != nil {
-		if c.syncs.Acquire(ctx) != nil {
+	// Wait while the Lease is overdue, or the replica's other shards use every sync it may run; on shutdown, stop.
+	if c.config.Admission != nil {
+		release, err := c.config.Admission.Admit(ctx)
+		if err != nil {
 			return false
 		}
-		defer c.syncs.Release()
+		defer release()
 	}
 
 	start := time.Now()
 	err := c.syncHandler(ctx, objRef)
 	switch metrics.ObserveSync(err, time.Since(start)) {
 	case metrics.SyncSucceeded, metrics.SyncDeferred:
-		// Deferred, the cache was behind the API server: the watch event
-		// that brings the newer Foo queues it again.
+		// Deferred, the cache was behind the API server: the watch event that brings the newer Foo queues it again.
 		c.workqueue.Forget(objRef)
 		return true
 	case metrics.SyncConflict:
@@ -294,12 +254,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-// syncHandler brings the Deployment of one Foo in line with the Foo, and the
-// Foo's status in line with what it observed. It reads the caches and writes
-// only what differs: a Foo already right costs no API call. What needs the
-// user to act (an invalid spec, a taken name, a refused write) is a
-// *desired.Problem, reported on the Foo and, if retrying can help, retried.
-// A Foo being deleted is left to the garbage collector: no write at all.
+// syncHandler brings the Deployment of one Foo in line with the Foo, and the Foo's status in line with what it
+// observed. It reads the caches and writes only what differs: a Foo already right costs no API call. What needs the
+// user to act (an invalid spec, a taken name, a refused write) is a *desired.Problem, reported on the Foo and, if
+// retrying can help, retried. A Foo being deleted is left to the garbage collector: no write at all.
 func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName) error {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "foo", objectRef)
 	ctx = klog.NewContext(ctx, logger)
@@ -313,37 +271,142 @@ func (c *Controller) syncHandler(ctx context.Context, objectRef cache.ObjectName
 		return err
 	}
 	if c.expectations.Deleted.Has(foo.UID) {
-		logger.V(4).Info("Foo deleted, the cache has not shown it yet")
-		return nil
+		return nil // deleted, the cache has not shown it yet
 	}
 	if c.expectations.Outdated.CacheIsBehind(foo) {
-		logger.V(4).Info("Foo changed before this replica took over, the cache has not shown it yet")
-		return expectations.ErrCacheOutdated
+		return expectations.ErrCacheOutdated // changed before this replica took over, the cache has not shown it yet
 	}
 	if foo.DeletionTimestamp != nil {
-		// The garbage collector deletes what the Foo owns, finalizers hold it
-		// for others' clean-up: a Deployment created or repaired now is one the
-		// collector deleted, or one that outlives its collection. No status
-		// either, as the DaemonSet controller writes none for a DaemonSet being
-		// deleted: it would describe a teardown, a write per Deployment event.
+		// A Deployment created or repaired now is one the collector deleted, or one that outlives the Foo. No
+		// status either, as for a DaemonSet being deleted: it would describe a teardown, a write per event.
 		logger.V(4).Info("Foo being deleted, leaving it to the garbage collector")
 		return nil
 	}
 
-	deployment, err := c.syncOwned(ctx, foo)
+	deployment, err := c.syncDeployment(ctx, foo)
 	var problem *desired.Problem
 	if errors.As(err, &problem) {
-		return c.reportProblem(ctx, foo, problem)
+		return c.status.ReportProblem(ctx, foo, problem)
 	}
 	if err != nil {
 		return err
 	}
-	_, err = c.updateFooStatus(ctx, foo, desired.StatusFor(foo, deployment, desired.ReadyCondition(foo, deployment)))
+	_, err = c.status.Update(ctx, foo, desired.StatusFor(foo, deployment, desired.ReadyCondition(foo, deployment)))
 	return err
 }
 
-// enqueueFoo queues a Foo's key, ahead of the backlog when fresh: a change a
-// user waits for. A worker reads the Foo from the cache when it gets to it.
+// syncDeployment brings the Deployment a Foo asks for in line with it, in upstream's steps: read it from the cache,
+// create it if missing, refuse one the Foo does not control, repair what drifted, each write with a Normal event;
+// what the user must address is a *desired.Problem. It returns the Deployment as last seen, which the status reports.
+// Owning another kind is another such function beside this one (docs/recipes/own-a-service.patch).
+func (c *Controller) syncDeployment(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
+	// The CRD's schema refuses an invalid spec at admission, unless it was installed without it.
+	if err := desired.CheckSpec(&foo.Spec); err != nil {
+		return nil, err
+	}
+	want := desired.DeploymentFor(foo)
+	deployment, err := c.deploymentsLister.Deployments(foo.Namespace).Get(*want.Name)
+	if apierrors.IsNotFound(err) {
+		deployment, err = c.createDeployment(ctx, foo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Not controlled by this Foo: never modified, reported on the Foo (upstream: ErrResourceExists).
+	if !owned.ControlledBy(deployment, foo, samplecontroller.FooGroupKind) {
+		return nil, desired.NameTakenProblem("Deployment", deployment)
+	}
+	if deployment, err = c.repairDeployment(ctx, foo, want, deployment); err != nil {
+		return nil, err
+	}
+	// Only now, so that a rename never leaves the Foo without one: delete those under its old name.
+	return deployment, c.deleteStaleDeployments(ctx, foo, *want.Name)
+}
+
+// createDeployment creates the Deployment foo asks for, missing from the cache. If a Deployment the cache does not see
+// has its name (one without the managed-by label), or the create is refused (a quota at its limit refuses a second
+// create of one the cache has not shown yet), it returns the API server's copy, whose controller the caller checks.
+func (c *Controller) createDeployment(ctx context.Context, foo *samplev1beta1.Foo) (*desired.CachedDeployment, error) {
+	deployments := c.kubeclientset.AppsV1().Deployments(foo.Namespace)
+	newDeployment := desired.NewDeployment(foo)
+	created, err := deployments.Create(ctx, newDeployment, metav1.CreateOptions{FieldManager: fieldManager})
+	if err == nil {
+		klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Created Deployment %s", created.Name)
+		return desired.CacheDeployment(created), nil
+	}
+	refused := owned.IsRefused(err)
+	if !refused && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	served, getErr := deployments.Get(ctx, newDeployment.Name, metav1.GetOptions{})
+	if refused && apierrors.IsNotFound(getErr) {
+		return nil, desired.RefusedProblem("create", "Deployment", newDeployment.Name, err)
+	}
+	if getErr != nil {
+		return nil, getErr
+	}
+	return desired.CacheDeployment(served), nil
+}
+
+// repairDeployment applies the Deployment the Foo asks for where a field it owns drifted (upstream: an update where
+// the replicas differ), and returns it as it then is; no API call when nothing drifted. Forced: the fields are the
+// Foo's. Conditional on the cached resourceVersion: a Deployment changed since is answered 409, not undone.
+func (c *Controller) repairDeployment(ctx context.Context, foo *samplev1beta1.Foo,
+	want *appsv1ac.DeploymentApplyConfiguration, deployment *desired.CachedDeployment,
+) (*desired.CachedDeployment, error) {
+	drift, err := desired.DeploymentDrift(want, deployment)
+	if err != nil || len(drift) == 0 {
+		return deployment, err
+	}
+	deployments := c.kubeclientset.AppsV1().Deployments(foo.Namespace)
+	if deployment.ManagedByUpdate { // as a create leaves them: handed to the apply first, once
+		handed, err := owned.HandToApply(ctx, deployments, desired.DeploymentsResource, deployment.Name,
+			deployment.ResourceVersion, fieldManager)
+		if err != nil {
+			return nil, err
+		}
+		deployment = desired.CacheDeployment(handed)
+	}
+	applied, err := deployments.Apply(ctx, want.WithResourceVersion(deployment.ResourceVersion),
+		metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	if err != nil {
+		return nil, desired.Refused("update", "Deployment", deployment.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated Deployment", "deployment", klog.KObj(applied), "fields", drift)
+	c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Updated Deployment %s: %s",
+		applied.Name, strings.Join(drift, ", "))
+	return desired.CacheDeployment(applied), nil
+}
+
+// deleteStaleDeployments deletes the Deployments foo controls under another name than keep, as after the Foo changed
+// the name it asks for; each with its UID as precondition: the very Deployment the cache saw, not a namesake.
+func (c *Controller) deleteStaleDeployments(ctx context.Context, foo *samplev1beta1.Foo, keep string) error {
+	controlled, err := c.deploymentsLister.ControlledBy(foo.UID)
+	if err != nil {
+		return err
+	}
+	for _, stale := range controlled {
+		if stale.Name == keep {
+			continue
+		}
+		err := c.kubeclientset.AppsV1().Deployments(stale.Namespace).Delete(ctx, stale.Name,
+			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(stale.UID))})
+		if apierrors.IsNotFound(err) {
+			continue // deleted already; the cache had not caught up
+		}
+		if err != nil {
+			return desired.Refused("delete", "Deployment", stale.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted stale Deployment", "deployment", klog.KObj(stale))
+		c.recorder.Eventf(foo, corev1.EventTypeNormal, samplecontroller.ReasonSynced, "Deleted Deployment %s: replaced by %s",
+			stale.Name, keep)
+	}
+	return nil
+}
+
+// enqueueFoo queues a Foo's key, ahead of the backlog when fresh: a change a user waits for. A worker reads the Foo
+// from the cache when it gets to it.
 func (c *Controller) enqueueFoo(obj interface{}, fresh bool) {
 	if objectRef, err := cache.ObjectToName(obj); err != nil {
 		utilruntime.HandleError(err)
@@ -357,11 +420,9 @@ func (c *Controller) enqueueFoo(obj interface{}, fresh bool) {
 // A change queues its Foo; the initial lists and resyncs go to the backlog.
 func (c *Controller) onFooAdd(obj interface{}, initial bool) { c.enqueueFoo(obj, !initial) }
 
-// onFooUpdate queues fresh a new generation, the echo of a status write a
-// sync gave up waiting for, and a Foo a takeover found outdated in the cache
-// (pkg/expectations); resyncs and echoes, not. The start of a deletion is a
-// new generation: the API server increments a custom resource's generation
-// when it sets metadata.deletionTimestamp.
+// onFooUpdate queues fresh a new generation, the echo of a status write a sync gave up waiting for, and a Foo a
+// takeover found outdated in the cache (pkg/expectations); resyncs and echoes, not. The start of a deletion is a new
+// generation: the API server increments a custom resource's generation when it sets metadata.deletionTimestamp.
 func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 	oldFoo, newFoo := oldObj.(*samplev1beta1.Foo), newObj.(*samplev1beta1.Foo)
 	// Both are told: each drops the version the cache has moved past.
@@ -372,7 +433,7 @@ func (c *Controller) onFooUpdate(oldObj, newObj interface{}) {
 
 // onFooDelete forgets the Foo; the garbage collector deletes its Deployment.
 func (c *Controller) onFooDelete(obj interface{}) {
-	if object, ok := objectFromTombstone(obj); ok {
+	if object, ok := owned.ObjectOf(obj); ok {
 		c.expectations.Forget(object.GetUID())
 	}
 }
@@ -386,11 +447,11 @@ func (c *Controller) onOwnedUpdate(oldObj, newObj interface{}) {
 	}
 }
 
-// onOwnedDelete queues the Foo that controlled the deleted object, and every
-// Foo asking for its name: one refused the name can have it now.
+// onOwnedDelete queues the Foo that controlled the deleted object, and every Foo asking for its name: one refused the
+// name can have it now.
 func (c *Controller) onOwnedDelete(obj interface{}) {
 	c.handleObject(obj, true)
-	if object, ok := objectFromTombstone(obj); ok {
+	if object, ok := owned.ObjectOf(obj); ok {
 		waiting, err := foocache.AskingFor(c.foosIndexer, object)
 		utilruntime.HandleError(err)
 		for _, foo := range waiting {
@@ -399,11 +460,10 @@ func (c *Controller) onOwnedDelete(obj interface{}) {
 	}
 }
 
-// handleObject queues the Foo controlling obj, an object of a kind the Foo
-// owns, if any, so drift is repaired and status follows the rollout. obj may
-// be a tombstone.
+// handleObject queues the Foo controlling obj, an object of a kind the Foo owns, if any, so drift is repaired and
+// status follows the rollout. obj may be a tombstone.
 func (c *Controller) handleObject(obj interface{}, fresh bool) {
-	object, ok := objectFromTombstone(obj)
+	object, ok := owned.ObjectOf(obj)
 	if !ok {
 		return
 	}
@@ -418,16 +478,4 @@ func (c *Controller) handleObject(obj interface{}, fresh bool) {
 		return
 	}
 	c.enqueueFoo(foo, fresh)
-}
-
-// objectFromTombstone returns obj, or the last state of a missed delete.
-func objectFromTombstone(obj interface{}) (metav1.Object, bool) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	object, ok := obj.(metav1.Object)
-	if !ok {
-		utilruntime.HandleError(fmt.Errorf("error decoding object, invalid type %T", obj))
-	}
-	return object, ok
 }

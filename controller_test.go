@@ -48,7 +48,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/kube-samples/sample-controller/pkg/generated/informers/externalversions"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // fixture is a controller on fake clientsets whose caches the test fills by
@@ -63,7 +62,7 @@ type fixture struct {
 	recorder   *record.FakeRecorder
 
 	// Objects in the caches as the informer transform keeps them
-	// (foocache.Transform, desired.Deployments.TransformFor); also on the fake API
+	// (foocache.Transform, desired.TransformDeployment); also on the fake API
 	// servers, complete.
 	foos        []*samplev1beta1.Foo
 	deployments []*appsv1.Deployment
@@ -74,12 +73,13 @@ type fixture struct {
 	// transform. (Deployments are always cached as the controller reads
 	// them, as desired.CachedDeployment.)
 	untrimmedFoos bool
-	// fence is the controller's write fence (Config.Fence); nil for none.
-	fence writeFence
-	// syncs bounds the syncs at once (Config.Syncs); nil for none.
-	syncs syncLimit
-	// registrations are the kinds the controller owns; nil for ownsDeployments.
-	registrations []owned.Registered[*samplev1beta1.Foo]
+	// admission says when a worker may sync (Config.Admission); nil for at once.
+	admission admission
+}
+
+// admission is what Config.Admission is: pkg/replicas' Scope, or a test's.
+type admission interface {
+	Admit(ctx context.Context) (release func(), err error)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -102,25 +102,24 @@ func (f *fixture) newController(ctx context.Context) {
 	f.kubeclient = k8sfake.NewClientset(kubeobjects...)
 
 	i := informers.NewSharedInformerFactory(f.client, 0)
-	registrations := f.registrations
-	if registrations == nil {
-		registrations = ownsDeployments
-	}
-	ownedInformers, err := desired.NewOwnedInformers(registrations, f.kubeclient, metav1.NamespaceAll, 0, nil)
+	deploymentInformer, err := desired.NewDeploymentInformer(f.kubeclient, metav1.NamespaceAll, 0, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := NewController(ctx, f.kubeclient, f.client, ownedInformers, i.Samplecontroller().V1beta1().Foos(),
-		Config{Fence: f.fence, Syncs: f.syncs})
+	config := Config{}
+	if f.admission != nil {
+		config.Admission = f.admission
+	}
+	c, err := NewController(ctx, f.kubeclient, f.client, deploymentInformer, i.Samplecontroller().V1beta1().Foos(),
+		config)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for i := range c.ownedObjects {
-		c.ownedObjects[i].synced = alwaysReady
-	}
+	c.deploymentsSynced = alwaysReady
 	c.foosSynced = alwaysReady
 	f.recorder = record.NewFakeRecorder(100)
 	c.recorder = recordedInMemory{f.recorder}
+	c.status.Recorder = c.recorder
 
 	for _, foo := range f.foos {
 		f.addToCache(c.foosIndexer, foo.DeepCopy())
@@ -143,7 +142,7 @@ func (f *fixture) addToCache(indexer cache.Indexer, obj interface{}) {
 			obj, err = foocache.Transform(o)
 		}
 	case *appsv1.Deployment:
-		obj, err = desired.Deployments.TransformFor(samplecontroller.ControllerName)(o)
+		obj, err = desired.TransformDeployment(o)
 	}
 	if err != nil {
 		f.t.Fatal(err)
@@ -161,15 +160,9 @@ type recordedInMemory struct{ *record.FakeRecorder }
 
 func (recordedInMemory) Shutdown(context.Context, time.Duration) {}
 
-// ownsDeployments is what the controllers of these tests own: the Deployment
-// alone, whose writes they assert call by call. Every kind a Foo owns goes
-// through the same machinery (pkg/owned, its tests); a fork that registers
-// another in desired.Registrations proves it in tests of its own.
-var ownsDeployments = []owned.Registered[*samplev1beta1.Foo]{desired.Deployments}
-
 // deploymentCache is the controller's Deployment cache.
 func deploymentCache(c *Controller) cache.Indexer {
-	return c.ownedObjects[0].indexer
+	return c.informers[1].GetIndexer() // NewController's: the Foo informer's, then the Deployment informer's
 }
 
 // build builds the controller, once: a test that changes the fakes before
@@ -492,6 +485,62 @@ func TestRepairsDriftKeepingForeignFields(t *testing.T) {
 	}
 }
 
+// A create records the fields it set as the controller's update, not its
+// apply. The first repair hands them to the apply (a JSON patch of
+// managedFields, conditional on the version the cache holds), then applies:
+// the Deployment ends with the controller's apply as its only manager, so
+// that a field the Foo stops asking for is given up.
+func TestFirstRepairOfACreatedDeploymentHandsItsFieldsToTheApply(t *testing.T) {
+	f := newFixture(t)
+	foo := testfixtures.NewFoo("test", 1)
+	f.foos = append(f.foos, foo)
+	if err := f.sync(foo); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("create deployments test-deployment")
+	f.expectEvents("Normal Synced Created Deployment test-deployment")
+	deployments := f.kubeclient.AppsV1().Deployments(foo.Namespace)
+	created, err := deployments.Get(context.Background(), "test-deployment", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(created); got != "sample-controller Update" {
+		t.Fatalf("the created Deployment's managers are %q, want the controller's update", got)
+	}
+	f.addToCache(deploymentCache(f.controller), created) // as the informer would: ManagedByUpdate
+
+	scaled := foo.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](2)
+	if err := f.controller.foosIndexer.Update(scaled); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync(scaled); err != nil {
+		t.Fatal(err)
+	}
+	f.expectKubeWrites("patch deployments test-deployment application/json-patch+json",
+		"patch deployments test-deployment application/apply-patch+yaml")
+	f.expectEvents("Normal Synced Updated Deployment test-deployment: .spec.replicas")
+	repaired, err := deployments.Get(context.Background(), "test-deployment", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(repaired); got != "sample-controller Apply" {
+		t.Errorf("the repaired Deployment's managers are %q, want the controller's apply alone", got)
+	}
+	if *repaired.Spec.Replicas != 2 {
+		t.Errorf("replicas %d, want 2", *repaired.Spec.Replicas)
+	}
+}
+
+// managers lists obj's managedFields entries, "manager operation".
+func managers(obj metav1.Object) string {
+	entries := make([]string, 0, len(obj.GetManagedFields()))
+	for _, m := range obj.GetManagedFields() {
+		entries = append(entries, m.Manager+" "+string(m.Operation))
+	}
+	return strings.Join(entries, "; ")
+}
+
 func TestUnownedDeploymentIsNeverModified(t *testing.T) {
 	f := newFixture(t)
 	foo := testfixtures.NewFoo("test", 1)
@@ -752,12 +801,12 @@ func TestDeploymentEventsEnqueueTheControllingFoo(t *testing.T) {
 
 	// The handlers get Deployments as the cache keeps them.
 	d := testfixtures.OwnedDeployment(t, foo)
-	controlled := desired.Deployments.Compact(d)
+	controlled := desired.CacheDeployment(d)
 	d.OwnerReferences[0].UID = "an-older-foo"
-	staleOwner := desired.Deployments.Compact(d)
+	staleOwner := desired.CacheDeployment(d)
 	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "x", Controller: ptr.To(true)}}
 	d.Name = "unrelated"
-	ownedByOther := desired.Deployments.Compact(d)
+	ownedByOther := desired.CacheDeployment(d)
 
 	for name, tc := range map[string]struct {
 		handle func(c *Controller)
@@ -799,18 +848,16 @@ func informedController(ctx context.Context, t *testing.T, config Config) (*Cont
 	client := fake.NewSimpleClientset()
 	kubeclient := k8sfake.NewClientset()
 	i := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(config.Namespace))
-	ownedInformers, err := desired.NewOwnedInformers(ownsDeployments, kubeclient, config.Namespace, 0, nil)
+	deploymentInformer, err := desired.NewDeploymentInformer(kubeclient, config.Namespace, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewController(ctx, kubeclient, client, ownedInformers, i.Samplecontroller().V1beta1().Foos(), config)
+	c, err := NewController(ctx, kubeclient, client, deploymentInformer, i.Samplecontroller().V1beta1().Foos(), config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i.Start(ctx.Done())
-	for _, ownedInformer := range ownedInformers {
-		go ownedInformer.Informer.RunWithContext(ctx)
-	}
+	go deploymentInformer.RunWithContext(ctx)
 	return c, client, kubeclient
 }
 
@@ -823,7 +870,7 @@ func TestCreatedDeploymentsEventQueuesItsFooAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, client, kubeclient := informedController(ctx, t, Config{})
-	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.CachesSynced()...) {
 		t.Fatal("caches not synced")
 	}
 	foo := testfixtures.NewFoo("test", 2)
@@ -915,7 +962,7 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, client, _ := informedController(ctx, t, Config{Namespace: "team-a"})
-	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.CachesSynced()...) {
 		t.Fatal("caches not synced")
 	}
 	done := make(chan error)
@@ -944,10 +991,9 @@ func TestTakeoverListsOnlyTheConfiguredNamespace(t *testing.T) {
 	}
 }
 
-// samplecontroller_owned_cached reads what each owned kind's cache holds, and
-// samplecontroller_foo_ready the Foos cached, summed over a replica's
-// controllers (one per shard held).
-func TestMetricsSumWhatEachControllerCaches(t *testing.T) {
+// What a controller's caches tell the metrics (metrics.Caches, summed over a
+// replica's controllers by pkg/metrics): the Foos cached, and the Deployments.
+func TestControllerTellsTheMetricsWhatItCaches(t *testing.T) {
 	f := newFixture(t)
 	for _, name := range []string{"a", "b"} {
 		foo := testfixtures.NewFoo(name, 1)
@@ -955,18 +1001,14 @@ func TestMetricsSumWhatEachControllerCaches(t *testing.T) {
 		f.deployments = append(f.deployments, testfixtures.OwnedDeployment(t, foo))
 	}
 	f.newController(context.Background())
-	one, two := []*Controller{f.controller}, []*Controller{f.controller, f.controller}
-	if got, want := ownedCached(one), map[string]int{"deployments": 2}; !maps.Equal(got, want) {
-		t.Errorf("ownedCached(one controller) = %v, want %v", got, want)
+	if got, want := f.controller.OwnedCached(), map[string]int{"deployments": 2}; !maps.Equal(got, want) {
+		t.Errorf("OwnedCached() = %v, want %v", got, want)
 	}
-	if got, want := ownedCached(two), map[string]int{"deployments": 4}; !maps.Equal(got, want) {
-		t.Errorf("ownedCached(two controllers) = %v, want %v", got, want)
-	}
-	cached, err := cachedFoos(two, labels.Everything())
+	cached, err := f.controller.CachedFoos(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cached) != 4 {
-		t.Errorf("cachedFoos(two controllers) = %d Foos, want 4", len(cached))
+	if len(cached) != 2 {
+		t.Errorf("CachedFoos(everything) = %d Foos, want 2", len(cached))
 	}
 }

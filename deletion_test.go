@@ -65,7 +65,7 @@ func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 			foo.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
 			foo.Finalizers = []string{"example.com/hold", metav1.FinalizerDeleteDependents}
 			foo.Generation++
-			deleted := desired.Deployments.Compact(owned)
+			deleted := desired.CacheDeployment(owned)
 			d := owned.DeepCopy()
 			tc.edit(foo, &d)
 
@@ -74,7 +74,7 @@ func TestFooBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f.newController(ctx)
 			if d != nil {
-				f.addToCache(deploymentCache(f.controller), desired.Deployments.Compact(d))
+				f.addToCache(deploymentCache(f.controller), desired.CacheDeployment(d))
 			}
 
 			if tc.gcDeleted {

@@ -57,7 +57,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 	available := d.DeepCopy()
 	available.Status.AvailableReplicas = 1
 	available.ResourceVersion = "5"
-	if err := deploymentCache(f.controller).Update(desired.Deployments.Compact(available)); err != nil {
+	if err := deploymentCache(f.controller).Update(desired.CacheDeployment(available)); err != nil {
 		t.Fatal(err)
 	}
 	f.client.ClearActions()
@@ -65,7 +65,7 @@ func TestSyncBehindOurOwnStatusWriteWaitsForItsEcho(t *testing.T) {
 		t.Fatalf("sync on a cache behind our write: error %v, want expectations.ErrCacheBehindOwnWrite (and no made-up conflict)", err)
 	}
 	before := reconcileCount(t, "deferred")
-	f.controller.onOwnedUpdate(desired.Deployments.Compact(d), desired.Deployments.Compact(available))
+	f.controller.onOwnedUpdate(desired.CacheDeployment(d), desired.CacheDeployment(available))
 	f.controller.processNextWorkItem(ctx)
 	f.expectFooWrites()
 	if n := q.NumRequeues(key); n != 0 {

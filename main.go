@@ -14,54 +14,36 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command sample-controller reconciles Foo custom resources
-// (samplecontroller.k8s.io/v1beta1) with the Deployments they ask for.
+// Command sample-controller reconciles Foo custom resources (samplecontroller.k8s.io/v1beta1) with the Deployments
+// they ask for.
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
-	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
-	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/pkg/clientconfig"
-	"github.com/kube-samples/sample-controller/pkg/conversionwebhook"
 	"github.com/kube-samples/sample-controller/pkg/desired"
+	"github.com/kube-samples/sample-controller/pkg/endpoints"
 	"github.com/kube-samples/sample-controller/pkg/eventrecorder"
 	"github.com/kube-samples/sample-controller/pkg/foocache"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/options"
 	"github.com/kube-samples/sample-controller/pkg/replicas"
-	"github.com/kube-samples/sample-controller/pkg/serving"
 	"github.com/kube-samples/sample-controller/pkg/signals"
 )
 
 func main() {
-	o := options.AddFlags(flag.CommandLine)
-	flag.Parse()
-	if err := o.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
-	}
-	if err := logsapi.ValidateAndApply(o.Logging, nil); err != nil {
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
-	}
-
+	o := options.Parse()
 	// SIGINT or SIGTERM shuts down gracefully; a second one exits at once.
 	ctx := signals.SetupSignalHandler()
 	if err := run(ctx, o); err != nil {
@@ -71,9 +53,8 @@ func main() {
 	klog.Flush()
 }
 
-// run builds the clients, the informers and the controller, and runs them:
-// upstream's main, with the controller built by newController, once for every
-// Foo or once per shard this replica holds (pkg/replicas).
+// run builds the clients, the informers and the controller, and runs them: upstream's main, with the controller built
+// by newController, once for every Foo or once per shard this replica holds (pkg/replicas).
 func run(ctx context.Context, o *options.Options) error {
 	cfg, err := clientconfig.Load(o.Kubeconfig, o.MasterURL)
 	if err != nil {
@@ -91,8 +72,8 @@ func run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	// How the replicas share the Foos: one leads, or each holds shards. Sharded, the shards a replica holds share
-	// its room for events waiting to be written, each bringing its share.
+	// How the replicas share the Foos: one leads, or each holds shards. Sharded, the shards a replica holds share its
+	// room for events waiting to be written, each bringing its share.
 	var waitingEvents *eventrecorder.WaitingEvents
 	if o.Shards > 1 {
 		waitingEvents = eventrecorder.NewWaitingEvents()
@@ -104,41 +85,20 @@ func run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	legacyregistry.CustomMustRegister(
-		metrics.NewFooReadinessCollector(func(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
-			return cachedFoos(work.Controllers(), selector)
-		}),
-		metrics.NewOwnedCachedCollector(func() map[string]int { return ownedCached(work.Controllers()) }))
+	legacyregistry.CustomMustRegister(metrics.NewCachesCollectors(work.Controllers)...)
 
-	// The conversion webhook, served by every replica, standbys too, and
-	// before the informers start: the API server calls it for every read of
-	// a Foo etcd holds in another version, this controller's own list
-	// included.
-	webhook, err := conversionwebhook.Start(ctx, o.Webhook, cfg, kubeCfg)
-	if err != nil {
-		return err
-	}
-	synced, webhookChecks := webhook.Readiness(work.CachesSynced()...)
-
-	// The watchdog fails liveness 20 s past a lease duration without renewal.
+	// The conversion webhook, metrics and probes, served by every replica, standbys too, from now on. Liveness fails
+	// 20 s past a lease duration without renewal (the watchdog), or sharded, once the replica's loops stall.
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-	liveness, readiness := serving.Probes(o.LeaderElection.Enabled, watchdog, synced, webhookChecks...)
-	// A metrics certificate signed by the controller's CA, which the webhook keeps and scrapers verify (nil: self-signed).
-	metricsCert := certauthority.StartMetricsCertificate(ctx, webhook.CA(), o.Metrics)
-	if err := serving.ServeMetrics(ctx, o.Metrics, kubeCfg, metricsCert); err != nil {
-		return err
-	}
-	if err := serving.ServeProbes(ctx, o.ProbeAddr, liveness, readiness); err != nil {
+	if err := endpoints.Start(ctx, o, cfg, kubeCfg, work.CachesSynced(), work.Liveness(watchdog)); err != nil {
 		return err
 	}
 	return work.Run(ctx, watchdog)
 }
 
-// newController builds the clients and informers of the Foos of scope (every
-// Foo, or one shard's), and the Controller they feed. Its clients write only
-// while the Lease that gives it the work is fresh (scope.Guard); its
-// informers cache only the objects it manages, each as the few fields it
-// reads (desired.NewOwnedInformers, foocache).
+// newController builds the clients and informers of the Foos of scope (every Foo, or one shard's), and the Controller
+// they feed. Its clients write only while the Lease that gives it the work is fresh (scope.Guard); its informers
+// cache only the objects it manages, each as the few fields it reads (desired.NewDeploymentInformer, foocache).
 func newController(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.Config, scope replicas.Scope,
 	waitingEvents *eventrecorder.WaitingEvents) (*Controller, error) {
 	kubeClient, err := kubernetes.NewForConfig(scope.Guard(kubeCfg))
@@ -149,42 +109,11 @@ func newController(ctx context.Context, o *options.Options, cfg, kubeCfg *rest.C
 	if err != nil {
 		return nil, fmt.Errorf("building sample clientset: %w", err)
 	}
-	ownedInformers, err := desired.NewOwnedInformers(desired.Registrations, kubeClient, o.Namespace, o.ResyncPeriod,
-		scope.Narrow)
+	deploymentInformer, err := desired.NewDeploymentInformer(kubeClient, o.Namespace, o.ResyncPeriod, scope.Narrow)
 	if err != nil {
 		return nil, err
 	}
 	fooInformer := foocache.NewInformer(sampleClient, o.Namespace, o.ResyncPeriod, scope.Narrow)
-	config := Config{Namespace: o.Namespace, Shards: scope.Shards(), WaitingEvents: waitingEvents}
-	if scope.Fence != nil { // nil without leader election: nothing to wait for
-		config.Fence = scope.Fence
-	}
-	if scope.Syncs != nil { // nil unsharded: the workers are the bound
-		config.Syncs = scope.Syncs
-	}
-	return NewController(ctx, kubeClient, sampleClient, ownedInformers, fooInformer, config)
-}
-
-// cachedFoos are the Foos of selector the controllers cache.
-func cachedFoos(controllers []*Controller, selector labels.Selector) ([]*samplev1beta1.Foo, error) {
-	var foos []*samplev1beta1.Foo
-	for _, c := range controllers {
-		cached, err := c.foosLister.List(selector)
-		if err != nil {
-			return nil, err
-		}
-		foos = append(foos, cached...)
-	}
-	return foos, nil
-}
-
-// ownedCached counts the objects of each kind a Foo owns the controllers cache, by resource.
-func ownedCached(controllers []*Controller) map[string]int {
-	counts := map[string]int{}
-	for _, c := range controllers {
-		for _, objects := range c.ownedObjects {
-			counts[objects.GroupResource().Resource] += len(objects.indexer.ListKeys())
-		}
-	}
-	return counts
+	config := Config{Namespace: o.Namespace, Admission: scope, Shards: scope.Shards(), WaitingEvents: waitingEvents}
+	return NewController(ctx, kubeClient, sampleClient, deploymentInformer, fooInformer, config)
 }

@@ -56,7 +56,7 @@ func TestOwnerReferenceOfAnotherVersionIsTheFoos(t *testing.T) {
 	f.build()
 
 	// Its events reach the Foo.
-	f.controller.handleObject(desired.Deployments.Compact(d), true)
+	f.controller.handleObject(desired.CacheDeployment(d), true)
 	if got := queued(f.controller); strings.Join(got, ",") != "test" {
 		t.Errorf("a Deployment event queued %v, want [test]", got)
 	}
@@ -99,7 +99,7 @@ func TestOwnerReferenceOfAnotherFooIsNotTheFoos(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f.newController(ctx)
 
-			f.controller.handleObject(desired.Deployments.Compact(d), true)
+			f.controller.handleObject(desired.CacheDeployment(d), true)
 			if got := queued(f.controller); len(got) != 0 {
 				t.Errorf("a Deployment event queued %v, want none", got)
 			}

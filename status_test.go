@@ -32,7 +32,6 @@ import (
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 var deploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
@@ -212,19 +211,4 @@ func TestPrunedStatusIsReportedOnceAndNotRewritten(t *testing.T) {
 	if meta.FindStatusCondition(pruned.Status.Conditions, samplecontroller.ConditionReady) != nil {
 		t.Fatal("test setup: the pruned Foo must have no condition")
 	}
-}
-
-// The Foo's status reports its Deployment: a controller told to own no
-// Deployment says so on every sync, and writes nothing.
-func TestOwningNoDeploymentIsAnError(t *testing.T) {
-	f := newFixture(t)
-	foo := testfixtures.NewFoo("test", 1)
-	f.foos = append(f.foos, foo)
-	f.registrations = []owned.Registered[*samplev1beta1.Foo]{}
-	err := f.sync(foo)
-	if err == nil || err.Error() != "the kinds a Foo owns have no Deployment, which its status reports" {
-		t.Fatalf("sync error %v, want the one that says the Deployment is missing", err)
-	}
-	f.expectKubeWrites()
-	f.expectFooWrites()
 }

@@ -38,9 +38,9 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 	newGeneration.Generation++
 	// The handlers get Deployments as the cache keeps them.
 	served := testfixtures.OwnedDeployment(t, foo)
-	d := desired.Deployments.Compact(served)
+	d := desired.CacheDeployment(served)
 	served.ResourceVersion = "2"
-	changed := desired.Deployments.Compact(served)
+	changed := desired.CacheDeployment(served)
 	for name, tc := range map[string]struct {
 		handle         func(c *Controller)
 		fresh, backlog int
@@ -66,19 +66,20 @@ func TestEventsQueueFreshOrBacklog(t *testing.T) {
 	}
 }
 
-// gate is a write fence the test opens; it says when a worker waits at it.
+// gate is a write fence the test opens (Config.Admission, as pkg/replicas'
+// Scope admits while its Fence is closed); it says when a worker waits at it.
 type gate struct {
 	waiting chan struct{}
 	open    chan struct{}
 }
 
-func (g *gate) WaitOpen(ctx context.Context) error {
+func (g *gate) Admit(ctx context.Context) (func(), error) {
 	g.waiting <- struct{}{}
 	select {
 	case <-g.open:
-		return nil
+		return func() {}, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -90,7 +91,7 @@ func TestWorkerSyncsOnlyOnceTheWriteFenceOpens(t *testing.T) {
 	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	g := &gate{waiting: make(chan struct{}), open: make(chan struct{})}
-	f.fence = g
+	f.admission = g
 	f.newController(ctx)
 	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
 
@@ -125,14 +126,14 @@ func TestWaitingWorkerStopsOnShutdown(t *testing.T) {
 		wait func(t *testing.T, f *fixture)
 	}{
 		{"at the fence", func(_ *testing.T, f *fixture) {
-			f.fence = &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
+			f.admission = &gate{waiting: make(chan struct{}, 1), open: make(chan struct{})}
 		}},
 		{"for room for a sync", func(t *testing.T, f *fixture) {
 			syncs := replicas.NewSyncs(1)
 			if err := syncs.Acquire(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			f.syncs = syncs
+			f.admission = replicas.Scope{Syncs: syncs}
 		}},
 	} {
 		t.Run(tc.at, func(t *testing.T) {
@@ -162,7 +163,7 @@ func TestWorkerSyncsOnlyOnceTheReplicaHasRoomForASync(t *testing.T) {
 	f.foos = append(f.foos, testfixtures.NewFoo("test", 1))
 	_, ctx := ktesting.NewTestContext(t)
 	syncs := replicas.NewSyncs(1)
-	f.syncs = syncs
+	f.admission = replicas.Scope{Syncs: syncs}
 	f.newController(ctx)
 	f.controller.workqueue.Add(cache.NewObjectName(metav1.NamespaceDefault, "test"))
 	// Another shard's worker syncs.

@@ -15,7 +15,14 @@
 #   _output/image/pause.tar    localhost/pause:dev, the pod sandbox of the
 #                              end-to-end tests' real node (hack/tools/pause)
 # With -push REF it pushes the controller's image to a registry instead,
-# with the credentials of ~/.docker/config.json, and prints REF's digest.
+# with the credentials of ~/.docker/config.json (IMAGE_CA_FILE: a PEM file
+# of more CAs to trust for it), prints REPO@sha256:..., and writes what
+# deploys exactly that image, by digest, whatever REF's tag comes to name:
+#   _output/image/pushed/kustomization.yaml  artifacts/deploy with an
+#                                            images: entry of the digest
+#                                            (kubectl apply -k that dir)
+#   _output/image/pushed/values.yaml         the chart's image.repository
+#                                            and image.digest (helm -f)
 #
 # IMAGE_SOURCE (default: the repository root) builds another tree's
 # controller, e.g. a release checked out by the upgrade test, with
@@ -43,7 +50,33 @@ trap 'rm -rf "${bindir}"' EXIT
 (cd "${SOURCE}" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${bindir}/${NAME}" .)
 
 if [[ "${1:-}" == "-push" ]]; then
-	"${OUT}/image-tool" -binary "${bindir}/${NAME}" -push "${2:?usage: $0 -push REGISTRY/REPO:TAG}"
+	pushed="$("${OUT}/image-tool" -binary "${bindir}/${NAME}" -push "${2:?usage: $0 -push REGISTRY/REPO:TAG}" \
+		${IMAGE_CA_FILE:+-ca-file "${IMAGE_CA_FILE}"})"
+	echo "${pushed}"
+	# The manifests of this tree only: another's (IMAGE_SOURCE) are its own.
+	if [[ -z "${IMAGE_SOURCE:-}" ]]; then
+		repo="${pushed%@*}" digest="${pushed##*@}"
+		mkdir -p "${OUT}/pushed"
+		cat >"${OUT}/pushed/kustomization.yaml" <<-EOF
+			# Written by hack/build-image.sh -push: artifacts/deploy running the image
+			# it pushed, by digest (kubectl apply -k _output/image/pushed).
+			apiVersion: kustomize.config.k8s.io/v1beta1
+			kind: Kustomization
+			resources:
+			  - ../../../artifacts/deploy
+			images:
+			  - name: ${NAME}
+			    newName: ${repo}
+			    digest: ${digest}
+		EOF
+		cat >"${OUT}/pushed/values.yaml" <<-EOF
+			# Written by hack/build-image.sh -push: the chart's values for the image it
+			# pushed, by digest (helm install ... -f _output/image/pushed/values.yaml).
+			image:
+			  repository: ${repo}
+			  digest: ${digest}
+		EOF
+	fi
 	exit 0
 fi
 "${OUT}/image-tool" -binary "${bindir}/${NAME}" -tag "${TAG}" -o "${IMAGE_OUT:-${OUT}/${NAME}.tar}"

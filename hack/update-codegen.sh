@@ -39,11 +39,6 @@ go run ./hack/owned-schema \
 	-kind apps/v1/Deployment \
 	-o "${SCRIPT_ROOT}/pkg/generated/ownedschema/zz_generated.owned_schema.go"
 
-# The admission policies that confine the controller's ServiceAccount to
-# the objects a Foo owns, as pkg/desired builds them (hack/owned-policy says
-# how): a field or a kind the controller comes to write moves them with it.
-go run ./hack/owned-policy -o "${SCRIPT_ROOT}/artifacts/deploy/owned-policy.yaml"
-
 kube::codegen::gen_client \
 	--with-watch \
 	--with-applyconfig \
@@ -83,6 +78,13 @@ fi
 sed -i '0,/^spec:$/{/^spec:$/r hack/crd-conversion.yaml.txt
 }' "${CRD_FILE}"
 mv -f "${CRD_FILE}" "${SCRIPT_ROOT}/artifacts/examples/crd.yaml"
+
+# The admission policies that confine the controller's ServiceAccount to
+# the objects a Foo owns, as pkg/desired builds them (hack/owned-policy says
+# how): a field or a kind the controller comes to write moves them with it,
+# and so do the bounds of the Foo's fields in the CRD just generated.
+go run ./hack/owned-policy -crd "${SCRIPT_ROOT}/artifacts/examples/crd.yaml" \
+	-o "${SCRIPT_ROOT}/artifacts/deploy/owned-policy.yaml"
 
 # The Helm chart's templates, from the manifests above and the rest of
 # artifacts/deploy and artifacts/monitoring (hack/helm-chart says what it

@@ -327,8 +327,16 @@ func templateOf(f manifest, n names) ([]byte, error) {
 			if err := scraperSelector(t, o); err != nil {
 				return nil, err
 			}
+			if err := apiServerEgress(t, o); err != nil {
+				return nil, err
+			}
 		case "ValidatingAdmissionPolicyBinding":
 			ownNamespaceSelector(t, o, n)
+		case "ResourceQuota":
+			if err := leaseQuota(t, o); err != nil {
+				return nil, err
+			}
+			cond = ".Values.leaseQuota"
 		}
 		if c, ok := switches[o.kind()]; ok {
 			cond = c
@@ -566,6 +574,46 @@ func scraperSelector(t *templater, o *object) error {
 			})
 		}
 	}
+	return nil
+}
+
+// apiServerEgress lets values name the API servers' addresses, which only
+// the operator knows: the NetworkPolicy's egress then goes to those alone,
+// on the manifest's ports, instead of the manifest's any address but
+// link-local. One egress rule is expected, as the manifest has it.
+func apiServerEgress(t *templater, o *object) error {
+	egress := childContent(child(o.root, "spec"), "egress")
+	if len(egress) != 1 || child(egress[0], "to") == nil {
+		return fmt.Errorf("the NetworkPolicy has %d egress rules, want one with a to: the API servers", len(egress))
+	}
+	to := child(egress[0], "to")
+	manifest, err := encode(to)
+	if err != nil {
+		return err
+	}
+	t.block(to, func(prefix string) string {
+		indent := strings.Repeat(" ", len(prefix)+2)
+		return prefix + "to:\n" +
+			"{{- range .Values.networkPolicy.apiServerCIDRs }}\n" +
+			indent + "- ipBlock:\n" +
+			indent + "    cidr: {{ . | quote }}\n" +
+			"{{- else }}\n" +
+			indent + strings.ReplaceAll(strings.TrimSuffix(manifest, "\n"), "\n", "\n"+indent) + "\n" +
+			"{{- end }}"
+	})
+	return nil
+}
+
+// leaseQuota lets values size the quota of Leases in the release's
+// namespace, which the manifests size for the controller's own alone: a
+// namespace that holds other components' Leases, or more replicas than it
+// has room for, needs more; 0 leaves the quota out.
+func leaseQuota(t *templater, o *object) error {
+	count := child(child(child(o.root, "spec"), "hard"), "count/leases.coordination.k8s.io")
+	if count == nil {
+		return errors.New("the ResourceQuota counts no Leases, the one quota the chart sizes")
+	}
+	t.inline(count, "{{ .Values.leaseQuota | quote }}")
 	return nil
 }
 

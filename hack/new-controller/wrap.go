@@ -38,7 +38,7 @@ const maxLineLength = 120
 // a kubebuilder marker, which controller-gen reads as one line) stays.
 func wrapLongLines(src []byte) ([]byte, error) {
 	unbreakable := map[int]bool{}
-	for range 100 { // each pass breaks one line
+	for range 1000 { // each pass breaks one line, or moves its last words to the next
 		lines := bytes.Split(src, []byte("\n"))
 		at := -1
 		for i, line := range lines {
@@ -54,7 +54,18 @@ func wrapLongLines(src []byte) ([]byte, error) {
 		line := string(lines[at])
 		var broken string
 		if trimmed := strings.TrimLeft(line, "\t "); strings.HasPrefix(trimmed, "// ") {
-			broken = wrapComment(line, line[:len(line)-len(trimmed)])
+			indent := line[:len(line)-len(trimmed)]
+			broken = wrapComment(line, indent)
+			if head, moved, ok := strings.Cut(broken, "\n"); ok && at+1 < len(lines) &&
+				continuesComment(string(lines[at+1]), indent) {
+				// The moved words lead the comment's next line, which is
+				// broken again in turn: a paragraph is reflowed, not left
+				// with a short line after each long one ("// see").
+				lines[at] = []byte(head)
+				lines[at+1] = []byte(moved + " " + strings.TrimPrefix(string(lines[at+1]), indent+"// "))
+				src = bytes.Join(lines, []byte("\n"))
+				continue
+			}
 		} else {
 			broken = breakCode(src, at, line)
 		}
@@ -89,6 +100,15 @@ func wrapComment(line, indent string) string {
 		return ""
 	}
 	return line[:cut] + "\n" + indent + "// " + strings.TrimLeft(line[cut:], " ")
+}
+
+// continuesComment reports whether line goes on the paragraph of the //
+// comment line before it, indented by indent: a comment line of the same
+// indent with text, not a blank //, an indented line (code, a list item's
+// continuation), a list item or a marker (// +kubebuilder:, // +optional).
+func continuesComment(line, indent string) bool {
+	text, ok := strings.CutPrefix(line, indent+"// ")
+	return ok && text != "" && !strings.ContainsAny(text[:1], " \t-+*")
 }
 
 // breakRank is how good a place to break a line after a token is: after a

@@ -45,6 +45,57 @@ func TestLongLinesAreBrokenWhereGoAllowsIt(t *testing.T) {
 	}
 }
 
+// A long comment line's last words lead the next line of its paragraph,
+// which is broken again in turn; a paragraph's last line, and a line before
+// a blank //, a list item, a marker or indented text, keep what they are
+// given.
+func TestLongCommentLinesReflowTheirParagraph(t *testing.T) {
+	words := strings.Repeat("word ", 22) // 110 characters
+	src := "package p\n\n" +
+		"// " + words + "one two three\n" + // 126 characters
+		"// " + words + "four\n" +
+		"// five.\n" +
+		"//\n" +
+		"// " + words + "six seven\n" +
+		"//   indented\n" +
+		"// " + words + "eight nine\n" +
+		"// - item\n" +
+		"// " + words + "ten eleven\n" +
+		"// +optional\n" +
+		"\n" +
+		"func f() {\n" +
+		"\t// " + words + "a twelve\n" +
+		"\t// thirteen.\n" +
+		"}\n"
+	line := strings.TrimSuffix(words, " ")
+	want := "package p\n\n" +
+		"// " + words + "one two\n" +
+		"// three " + line + "\n" +
+		"// four five.\n" +
+		"//\n" +
+		"// " + words + "six\n" +
+		"// seven\n" +
+		"//   indented\n" +
+		"// " + words + "eight\n" +
+		"// nine\n" +
+		"// - item\n" +
+		"// " + words + "ten\n" +
+		"// eleven\n" +
+		"// +optional\n" +
+		"\n" +
+		"func f() {\n" +
+		"\t// " + words + "a\n" +
+		"\t// twelve thirteen.\n" +
+		"}\n"
+	got, err := wrapLongLines([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("wrapped:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestLongMarkdownLinesAreBrokenBetweenWords(t *testing.T) {
 	words := strings.Repeat("word ", 23) // 115 characters
 	src := "# " + words + "heading stays\n" +

@@ -27,8 +27,7 @@ import (
 // controller sets: the fields the API server defaults, each with the values
 // it writes (nil: any value).
 type allowed struct {
-	anyKey bool             // any field at all: a level the policy does not confine (metadata)
-	keys   map[string][]any // field: its allowed values; nil, any
+	keys map[string][]any // field: its allowed values; nil, any
 }
 
 // cel is the CEL alternative that a field k of obj is one of a; "" if none.
@@ -65,8 +64,16 @@ func (a *allowed) describe() string {
 }
 
 var (
-	anyField = &allowed{anyKey: true}
-	nothing  = &allowed{}
+	nothing = &allowed{}
+	// createdMetadata is what the API server writes into a new object's
+	// metadata before it admits it, whatever its kind (rest.BeforeCreate,
+	// the field manager): no annotation, finalizer or label of its own. A
+	// finalizer would keep the object, and what it runs, past every
+	// delete; an annotation or a label, read by other automation, could
+	// make it act.
+	createdMetadata = &allowed{keys: map[string][]any{
+		"uid": nil, "creationTimestamp": nil, "generation": nil, "managedFields": nil,
+	}}
 )
 
 // serverDefaults are, for each kind a Foo may own and each level of it the
@@ -83,8 +90,8 @@ var (
 var serverDefaults = map[string]map[string]*allowed{
 	"Deployment": {
 		"":                {keys: map[string][]any{"status": nil}},
-		metadataPath:      anyField,
-		"metadata.labels": anyField,
+		metadataPath:      createdMetadata,
+		"metadata.labels": nothing,
 		"spec": {keys: map[string][]any{
 			"strategy": nil, "revisionHistoryLimit": nil, "progressDeadlineSeconds": nil,
 		}},
@@ -112,8 +119,8 @@ var serverDefaults = map[string]map[string]*allowed{
 	},
 	"Service": {
 		"":                {keys: map[string][]any{"status": nil}},
-		metadataPath:      anyField,
-		"metadata.labels": anyField,
+		metadataPath:      createdMetadata,
+		"metadata.labels": nothing,
 		"spec": {keys: map[string][]any{
 			"clusterIP":             nil,
 			"clusterIPs":            nil,

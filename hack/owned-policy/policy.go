@@ -40,7 +40,9 @@ import (
 // else. A third object, for an owner that sets only what it must (the
 // minimal probe), says what the controller may leave out: what the probes
 // hold and it does not (a port a Foo need not ask for) may be missing, and
-// is checked only where present.
+// is checked only where present. A value that differs between the probes
+// is free but for the bounds of the owner's field it copies, if any
+// (bounds.go).
 
 // owner is the kind of the objects' controller, as their controller
 // reference names it.
@@ -48,28 +50,42 @@ type owner struct {
 	schema.GroupKind
 	// Writer is the user the policy confines, as the API server names it.
 	Writer string
+	// Versions are the apiVersions the owner is served in (group/version):
+	// those a controller reference may name. The garbage collector deletes
+	// an object whose owner it cannot find, but only if it can resolve the
+	// owner's apiVersion: an object owned by a version never served would
+	// outlive every owner.
+	Versions []string
+}
+
+// asked is what the controller asks for of one kind, as JSON: the objects
+// of the two probes and of the minimal probe, and the bounds of the values
+// it copies from its owner, by path (followedFields).
+type asked struct {
+	probes  [2][]byte
+	minimal []byte
+	bounds  map[string]bound
 }
 
 // policyFor returns the policy confining writer's writes of one kind,
-// named name, whose objects are probes[0] and probes[1] (as JSON) for two
-// owners, and minimal for an owner that sets only what it must.
-func policyFor(name string, resource schema.GroupResource, kind string, probes [2][]byte, minimal []byte,
+// named name, whose objects the controller asks for are a.
+func policyFor(name string, resource schema.GroupResource, kind string, a asked,
 	o owner) (*admissionv1.ValidatingAdmissionPolicy, error) {
 	var p [2]any
-	for i := range probes {
-		if err := json.Unmarshal(probes[i], &p[i]); err != nil {
+	for i := range a.probes {
+		if err := json.Unmarshal(a.probes[i], &p[i]); err != nil {
 			return nil, err
 		}
 	}
 	var pm any
-	if err := json.Unmarshal(minimal, &pm); err != nil {
+	if err := json.Unmarshal(a.minimal, &pm); err != nil {
 		return nil, err
 	}
 	defaults, ok := serverDefaults[kind]
 	if !ok {
 		return nil, fmt.Errorf("no server defaults known for kind %s: add them to serverDefaults", kind)
 	}
-	w := &walker{kind: kind, defaults: defaults, owner: o}
+	w := &walker{kind: kind, defaults: defaults, owner: o, bounds: a.bounds}
 	if err := w.level("", "variables.object", "variables.oldObject", p[0], p[1], pm); err != nil {
 		return nil, err
 	}
@@ -114,6 +130,14 @@ func policyFor(name string, resource schema.GroupResource, kind string, probes [
 		fmt.Sprintf("the %s writes a %s itself, none of its subresources", o.Writer, kind))
 	add("request.operation != 'DELETE' || variables.wasControlledByOwner",
 		fmt.Sprintf("the %s deletes only a %s a %s controls", o.Writer, kind, o.Kind))
+	// An orphaning delete would leave what the object made (a Deployment's
+	// ReplicaSet, and its pods) to no one: the account may write none of
+	// it, and the garbage collector would no longer delete it with the
+	// owner.
+	add("request.operation != 'DELETE' || (request.?options.?propagationPolicy.orValue('') != 'Orphan' && "+
+		"request.?options.?orphanDependents.orValue(false) != true)",
+		fmt.Sprintf("the %s deletes a %s with what it owns: no orphaning delete (propagationPolicy Orphan)",
+			o.Writer, kind))
 	add("request.operation != 'CREATE' || variables.controlledByOwner",
 		fmt.Sprintf("the %s creates only a %s a %s controls (its controller reference)", o.Writer, kind, o.Kind))
 	add("request.operation != 'UPDATE' || (variables.wasControlledByOwner && variables.controlledByOwner && "+
@@ -149,9 +173,13 @@ type rule struct{ expr, message string }
 
 // walker collects the rules of one kind, level by level of the probes.
 type walker struct {
-	kind           string
-	defaults       map[string]*allowed
-	owner          owner
+	kind     string
+	defaults map[string]*allowed
+	owner    owner
+	bounds   map[string]bound // of the values copied from the owner, by key path (walker.key)
+	// elem is the path of the list element the walker checks, if any
+	// (spec.ports[]), and elemKey its key path (spec.ports[name=http]).
+	elem, elemKey  string
 	depth          int // of lists: each names its elements apart (e0, e1; o0, o1 before)
 	create, update []rule
 	variables      []admissionv1.Variable // a level's object and old object, named for a reader
@@ -226,17 +254,38 @@ func (w *walker) level(path, obj, old string, p1, p2, pm any) error {
 			unchanged := fmt.Sprintf("(%s.hasValue() == %s.hasValue() && (!%s.hasValue() || %s.value() == %s.value()))",
 				obj, old, obj, obj, old)
 			w.addUpdate(rule{unchanged + " || " + pinned, update})
+			return nil
+		}
+		if b, ok := w.bounds[w.key(path)]; ok {
+			// A copy of the owner's field: within its bounds, or, on an
+			// update, as it was (as a pinned value may stay).
+			within := fmt.Sprintf("(!%s.hasValue() || (%s))", obj, b.cel(obj+".value()"))
+			w.addCreate(rule{within, fmt.Sprintf("%s must be %s, as a %s's %s is", display(path), b.describe(),
+				w.owner.Kind, b.field)})
+			unchanged := fmt.Sprintf("(%s.hasValue() == %s.hasValue() && (!%s.hasValue() || %s.value() == %s.value()))",
+				obj, old, obj, obj, old)
+			w.addUpdate(rule{unchanged + " || " + within, fmt.Sprintf("%s may change only to a value %s, as a %s's %s is",
+				display(path), b.describe(), w.owner.Kind, b.field)})
 		}
 		return nil
 	}
 }
 
+// key is the key path of the level at path, as followedFields names it:
+// the list element the walker checks named.
+func (w *walker) key(path string) string {
+	if w.elem == "" {
+		return path
+	}
+	return w.elemKey + strings.TrimPrefix(path, w.elem)
+}
+
 // metadataPath is the path of an object's metadata.
 const metadataPath = "metadata"
 
-// varying are the fields of an owned object that follow their owner
-// whatever the probes hold, or that the controller reference rules cover.
-var varying = map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.ownerReferences": true}
+// ownerReferencesPath is the path of an object's owner references, which
+// ownerReferences checks.
+const ownerReferencesPath = "metadata.ownerReferences"
 
 // mapLevel adds the rules of a map. vm is the minimal probe's, nil if it
 // has none.
@@ -254,12 +303,10 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2, vm map[string]any) erro
 	if !ok {
 		return fmt.Errorf("%s: no server defaults known for %s: add them to serverDefaults", w.kind, display(path))
 	}
-	if !allowed.anyKey {
-		w.addCreate(rule{
-			fmt.Sprintf("%s.all(k, k in %s%s)", obj, literal(owned), allowed.cel("k", obj)),
-			fmt.Sprintf("%s may hold %s alone%s", display(path), strings.Join(owned, ", "), allowed.describe()),
-		})
-	}
+	w.addCreate(rule{
+		fmt.Sprintf("%s.all(k, k in %s%s)", obj, literal(owned), allowed.cel("k", obj)),
+		fmt.Sprintf("%s may hold %s alone%s", display(path), strings.Join(owned, ", "), allowed.describe()),
+	})
 	kept := owned
 	if path == metadataPath {
 		kept = slices.Concat(owned, serverWritten)
@@ -271,7 +318,10 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2, vm map[string]any) erro
 	})
 	for _, k := range owned {
 		child := join(path, k)
-		if varying[child] {
+		if child == ownerReferencesPath {
+			if err := w.ownerReferences(fmt.Sprintf("dyn(%s[?%s].orValue([]))", obj, literal(k)), v1[k], v2[k]); err != nil {
+				return err
+			}
 			continue
 		}
 		// A map or list as a dyn, {} or [] where missing; a scalar as an
@@ -300,6 +350,46 @@ func (w *walker) mapLevel(path, obj, old string, v1, v2, vm map[string]any) erro
 			return err
 		}
 	}
+	return nil
+}
+
+// ownerReferences adds the rule of a new object's owner references, refs
+// in CEL, of which the probes hold r1 and r2: the controller reference
+// alone, with the keys the controller sets, the values the probes share,
+// and an apiVersion the owner is served in. Another reference, to an
+// object of someone else's with blockOwnerDeletion, would hold that
+// object's deletion up; any other would keep the object alive once its
+// owner is gone, and the garbage collector would no longer delete it. An
+// update may change none of them (policyFor).
+func (w *walker) ownerReferences(refs string, r1, r2 any) error {
+	l1, _ := r1.([]any)
+	l2, _ := r2.([]any)
+	if len(l1) != 1 || len(l2) != 1 {
+		return fmt.Errorf("%s: the controller sets %d owner references; the policy knows its controller reference alone",
+			w.kind, len(l1))
+	}
+	e1, _ := l1[0].(map[string]any)
+	e2, _ := l2[0].(map[string]any)
+	keys := slices.Sorted(maps.Keys(e1))
+	conds := []string{fmt.Sprintf("r.all(k, k in %s)", literal(keys))}
+	var said []string
+	for _, k := range keys {
+		switch {
+		case k == "apiVersion" && len(w.owner.Versions) > 0:
+			conds = append(conds, fmt.Sprintf("r[?'apiVersion'].orValue('') in %s", literal(w.owner.Versions)))
+			said = append(said, "apiVersion one of "+literal(w.owner.Versions))
+		case equalJSON(e1[k], e2[k]):
+			conds = append(conds, fmt.Sprintf("(r[?%s].hasValue() && r[?%s].value() == %s)", literal(k), literal(k),
+				literal(e1[k])))
+			said = append(said, k+" "+literal(e1[k]))
+		default:
+			said = append(said, k)
+		}
+	}
+	w.addCreate(rule{
+		fmt.Sprintf("size(%s) == 1 && %s.all(r, %s)", refs, refs, strings.Join(conds, " && ")),
+		fmt.Sprintf("%s must be its controller reference alone: %s", ownerReferencesPath, strings.Join(said, ", ")),
+	})
 	return nil
 }
 
@@ -369,11 +459,26 @@ func (w *walker) listLevel(path, obj, old string, v1, v2 []any, pm any) error {
 			obj, e, e, literal(names), old, o, o, e),
 		fmt.Sprintf("%s may add no element but %s", display(path), strings.Join(names, ", ")),
 	})
+	// Nor remove one, but those the controller may leave out (which its
+	// apply removes once the owner no longer asks for them): an element of
+	// another name is another manager's, kept as it was.
+	keep := fmt.Sprintf("each element named other than %s as it was", strings.Join(names, ", "))
+	if len(required) > 0 {
+		keep = strings.Join(required, ", ") + ", and " + keep
+	}
+	w.addUpdate(rule{
+		fmt.Sprintf("%s.all(%s, %s[?'name'].orValue('') in %s ? "+
+			"%s.exists(%s, %s[?'name'].orValue('') == %s[?'name'].orValue('')) : "+
+			"%s[?'name'].orValue('') in %s || %s.exists(%s, %s == %s))",
+			old, o, o, literal(required), obj, e, e, o, o, literal(names), obj, e, e, o),
+		fmt.Sprintf("%s must keep %s", display(path), keep),
+	})
 	for i, name := range names {
 		// Each element's rules, on e in the new list and on its namesake
 		// before the update, or {} if it is new.
-		sub := &walker{kind: w.kind, defaults: w.defaults, owner: w.owner, depth: w.depth + 1}
 		elem := path + "[]"
+		sub := &walker{kind: w.kind, defaults: w.defaults, owner: w.owner, bounds: w.bounds, depth: w.depth + 1,
+			elem: elem, elemKey: fmt.Sprintf("%s[name=%s]", w.key(path), name)}
 		// An element the controller may leave out holds, where present,
 		// what the probes' does.
 		elementMinimal, ok := minimal[name]

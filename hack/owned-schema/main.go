@@ -18,7 +18,7 @@ limitations under the License.
 // Foo owns alone, as a Go constant holding its YAML
 // (pkg/generated/ownedschema/zz_generated.owned_schema.go, beside the other
 // generated code; hack/update-codegen.sh runs it with a -kind for each kind
-// desired.Registrations registers, and hack/verify-codegen.sh checks its output).
+// desired.OwnedKinds lists, and hack/verify-codegen.sh checks its output).
 //
 // pkg/owned walks the owned objects with that schema to find the fields the
 // controller owns. client-go has it only as part of the schema of every

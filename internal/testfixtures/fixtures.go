@@ -101,7 +101,10 @@ func OwnedDeployment(t testing.TB, foo *samplev1beta1.Foo) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(t, foo)},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:latest"}}},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers:                   []corev1.Container{{Name: "nginx", Image: "nginx:latest"}},
+				},
 			},
 		},
 		Status: appsv1.DeploymentStatus{

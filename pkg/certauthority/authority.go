@@ -51,6 +51,12 @@ const (
 	// trusted. A CA written into trusted.crt by anyone without ca.key has
 	// none, and never reaches the caBundle.
 	endorsementsKey = "trusted.sig"
+	// successionKey holds the endorsements of the signing CA by the CAs
+	// the replica that made it trusted (succeed): what makes the other
+	// replicas, which trusted those, trust it. The token that may write
+	// the Secret can write ca.crt and ca.key, but not sign for a CA it
+	// never held the key of.
+	successionKey = "ca.sig"
 )
 
 // endorsementType is the PEM type of one endorsement in trusted.sig,
@@ -67,6 +73,16 @@ const (
 // signature made for it can be taken for nothing else the CA key signs
 // (certificates sign a TBSCertificate, never this prefix).
 const endorsementContext = "sample-controller webhook CA endorsement\x00"
+
+// successionType is the PEM type of one endorsement in ca.sig; its header
+// endorserHeader names the SHA-256 of the endorsing CA's DER. Its context
+// differs from endorsementContext: a CA's endorsement of an earlier one
+// (trusted.sig) must never pass for one of its successor.
+const (
+	successionType    = "CA SUCCESSION"
+	endorserHeader    = "Endorser-SHA256"
+	successionContext = "sample-controller webhook CA succession\x00"
+)
 
 // backdate is how long before its issue a certificate is valid from: an API
 // server whose clock is behind ours would otherwise refuse a leaf that is
@@ -91,11 +107,14 @@ const (
 	refusedSubject     = "subject"       // not the subject newAuthority gives a CA
 	refusedIssuer      = "issuer"        // not self-signed: newAuthority makes roots only
 	refusedNotYetValid = "not_yet_valid" // starts more than clockSkew ahead
-	refusedLifetime    = "lifetime"      // valid for longer than the CA validity and the backdate
+	refusedLifetime    = "lifetime"      // valid longer than the backdate and the CA validity or LegacyCAValidity
+	refusedUnendorsed  = "unendorsed"    // a signing CA no CA the replica trusts endorsed (ca.sig)
 )
 
-// refusedReasons are the reasons, in the order rules.refuse checks them.
-var refusedReasons = []string{refusedKey, refusedSubject, refusedIssuer, refusedNotYetValid, refusedLifetime}
+// refusedReasons are the reasons, in the order rules.refuse and then
+// rules.refuseSigning check them.
+var refusedReasons = []string{refusedKey, refusedSubject, refusedIssuer, refusedNotYetValid, refusedLifetime,
+	refusedUnendorsed}
 
 // The roles of a refused CA, the values of the ca label of
 // samplecontroller_webhook_refused_cas: the Secret's signing CA, or a CA of
@@ -119,18 +138,36 @@ type refusal struct {
 // write ca.crt and ca.key; what they write then is trusted only if it is
 // what newAuthority makes: an ECDSA P-256 key, the controller's subject, a
 // root, started no later than now (and clockSkew), and valid no longer than
-// validity after its backdate. A weak key, or one valid for a century and
-// carried through every rotation, is not. Anyone with the key can still make
-// a CA that passes: these rules bound what such a CA can be, and the
-// revocation (revoke-now) ends it.
+// validity after its backdate; or LegacyCAValidity, if longer, where an
+// earlier release could have made it: endorsed, or a signing CA without
+// ca.sig (refuseSigning), which is then rotated at once and dropped once
+// every replica moved (overlong). A weak key, or one valid for a century
+// and carried through every rotation, is not. Nor is a signing CA of the
+// controller's kind that no CA the replica trusts endorsed (anchors,
+// refuseSigning): one made by whoever wrote the Secret rather than by a
+// replica. Anyone with the key of a trusted CA (the token reads ca.key) can
+// still make a CA that passes: these rules bound what such a CA can be, and
+// the revocation (revoke-now) ends it.
 type rules struct {
 	now      time.Time
 	validity time.Duration
+	// anchors are the CAs this replica trusts already: a signing CA must
+	// be one of them, or be endorsed by one (ca.sig). None, for a replica
+	// that has trusted no CA yet: it takes the Secret's, as the first
+	// replica of a new install must.
+	anchors []*x509.Certificate
 }
 
 // refuse returns why c is not a CA this controller could have made, nil if
-// it could have.
+// it could have: made by a replica of this release, or of an earlier one
+// (valid for up to LegacyCAValidity).
 func (r rules) refuse(c *x509.Certificate) *refusal {
+	return r.refuseMade(c, true)
+}
+
+// refuseMade is refuse, but for a CA no earlier release could have made
+// (earlier is false): valid for no longer than the CA validity.
+func (r rules) refuseMade(c *x509.Certificate, earlier bool) *refusal {
 	refused := func(reason, format string, args ...any) *refusal {
 		return &refusal{cert: c, reason: reason, detail: fmt.Sprintf(format, args...)}
 	}
@@ -154,11 +191,46 @@ func (r rules) refuse(c *x509.Certificate) *refusal {
 	// No skew here: both ends were set from one clock, the maker's, and in
 	// whole seconds truncated alike, so a CA newAuthority made is valid for
 	// exactly validity and the backdate.
-	if lifetime := c.NotAfter.Sub(c.NotBefore); lifetime > r.validity+backdate {
-		return refused(refusedLifetime, "it is valid for %s, longer than the CA validity of %s and the %s backdate",
-			lifetime, r.validity, backdate)
+	limit, what := r.validity, fmt.Sprintf("the CA validity of %s", r.validity)
+	if earlier && limit < LegacyCAValidity {
+		limit, what = LegacyCAValidity, fmt.Sprintf("the %s an earlier release made a CA valid for", LegacyCAValidity)
+	}
+	if lifetime := c.NotAfter.Sub(c.NotBefore); lifetime > limit+backdate {
+		return refused(refusedLifetime, "it is valid for %s, longer than %s and the %s backdate", lifetime, what, backdate)
 	}
 	return nil
+}
+
+// overlong reports whether c, which refuse trusts, is valid for longer than
+// the CA validity and the backdate: made by an earlier release
+// (LegacyCAValidity), or under a -webhook-ca-validity since lowered. As the
+// signing CA it is due at once (ensureAuthority); endorsed, it is carried
+// through the rotation that replaces it, for the leaves it signed, and
+// dropped once every replica serves the CA that replaced it
+// (retireOverlong).
+func (r rules) overlong(c *x509.Certificate) bool {
+	return c.NotAfter.Sub(c.NotBefore) > r.validity+backdate
+}
+
+// refuseSigning returns why c, the signing CA of a Secret whose ca.sig is
+// succession, is not to be trusted, nil if it is: refuse's rules, and one of
+// r.anchors or endorsed by one. The endorsement, not the key type or the
+// name, is what a replica writes and a copy of the Secret's naming cannot
+// forge without a trusted CA's key. No earlier release wrote ca.sig: a
+// signing CA that comes with one was made by a replica of this release,
+// whose CAs are valid for the CA validity, so the ten years of an earlier
+// release's are no excuse for it. A ten-year CA passes only without ca.sig,
+// and then only a replica that trusts no CA yet, or trusts that one, takes
+// it (as an upgraded replica must), to rotate it at once.
+func (r rules) refuseSigning(c *x509.Certificate, succession []byte) *refusal {
+	if refused := r.refuseMade(c, len(succession) == 0); refused != nil {
+		return refused
+	}
+	if len(r.anchors) == 0 || containsDER(derOf(r.anchors), c.Raw) || succeeds(c, r.anchors, succession) {
+		return nil
+	}
+	return &refusal{cert: c, reason: refusedUnendorsed,
+		detail: "no CA this replica trusts endorsed it in " + successionKey + ", as a replica that makes a CA does"}
 }
 
 // describeKey names a public key's algorithm and size, for a refusal.
@@ -191,6 +263,9 @@ type authority struct {
 	trusted      []*x509.Certificate
 	bundle       []byte
 	endorsements []byte
+	// succession is ca.sig: the endorsements of the signing CA by the CAs
+	// the replica that made it trusted (succeed).
+	succession []byte
 	// foreign is the CAs of trusted.crt the signing CA did not endorse:
 	// written there by someone else. They never reach the caBundle.
 	foreign []*x509.Certificate
@@ -198,6 +273,11 @@ type authority struct {
 	// have made (rules): then nothing of the Secret is trusted, trusted
 	// and bundle are empty, and the manager keeps the CAs it had (sync).
 	refused *refusal
+	// overlong is set when the signing CA, trusted, is valid for longer
+	// than the CA validity (rules.overlong): it is due. overlongEndorsed
+	// is set when one of the other trusted CAs is: it is to be dropped
+	// (retireOverlong).
+	overlong, overlongEndorsed bool
 	// refusedEndorsed is the CAs the signing CA endorsed that this
 	// controller could not have made: left out of trusted, as foreign ones
 	// are.
@@ -209,8 +289,9 @@ type authority struct {
 // a key that does not match it, a trusted.crt that does not trust it. The
 // CAs of trusted.crt the signing CA did not endorse are set apart as
 // foreign, not trusted (trustDecision). A signing CA, or an endorsed one,
-// that this controller could not have made by r is refused, not trusted: a
-// refused signing CA leaves nothing trusted.
+// that this controller could not have made by r is refused, not trusted, as
+// is a signing CA none of r.anchors endorsed: a refused signing CA leaves
+// nothing trusted.
 func parseAuthority(secret *corev1.Secret, r rules) (*authority, error) {
 	certs, err := cert.ParseCertsPEM(secret.Data[caCertKey])
 	if err != nil {
@@ -240,12 +321,13 @@ func parseAuthority(secret *corev1.Secret, r rules) (*authority, error) {
 	}
 	endorsed, foreign := trustDecision(signer, trusted, secret.Data[endorsementsKey])
 	ca := &authority{secret: secret, signer: signer, key: key, endorsements: secret.Data[endorsementsKey],
-		foreign: foreign}
-	if ca.refused = r.refuse(signer); ca.refused != nil {
+		succession: secret.Data[successionKey], foreign: foreign}
+	if ca.refused = r.refuseSigning(signer, ca.succession); ca.refused != nil {
 		// What a key this controller did not make endorsed is worth no
 		// more than the key.
 		return ca, nil
 	}
+	ca.overlong = r.overlong(signer)
 	for _, c := range endorsed {
 		if c.Equal(signer) {
 			ca.trusted = append(ca.trusted, c)
@@ -253,6 +335,7 @@ func parseAuthority(secret *corev1.Secret, r rules) (*authority, error) {
 			ca.refusedEndorsed = append(ca.refusedEndorsed, refused)
 		} else {
 			ca.trusted = append(ca.trusted, c)
+			ca.overlongEndorsed = ca.overlongEndorsed || r.overlong(c)
 		}
 	}
 	if ca.bundle, err = cert.EncodeCertificates(ca.trusted...); err != nil {
@@ -324,15 +407,7 @@ func endorse(key crypto.Signer, certs []*x509.Certificate) ([]byte, error) {
 	}
 	var out []byte
 	for _, c := range certs {
-		message := endorsed(c)
-		var sig []byte
-		var err error
-		if algorithm == x509.PureEd25519 {
-			sig, err = key.Sign(rand.Reader, message, crypto.Hash(0))
-		} else {
-			digest := sha256.Sum256(message)
-			sig, err = key.Sign(rand.Reader, digest[:], crypto.SHA256)
-		}
+		sig, err := signWith(key, algorithm, endorsed(c))
 		if err != nil {
 			return nil, fmt.Errorf("endorsing CA %q: %w", c.Subject.CommonName, err)
 		}
@@ -341,6 +416,76 @@ func endorse(key crypto.Signer, certs []*x509.Certificate) ([]byte, error) {
 		})...)
 	}
 	return out, nil
+}
+
+// signWith signs message with key, as x509 verifies algorithm.
+func signWith(key crypto.Signer, algorithm x509.SignatureAlgorithm, message []byte) ([]byte, error) {
+	if algorithm == x509.PureEd25519 {
+		return key.Sign(rand.Reader, message, crypto.Hash(0))
+	}
+	digest := sha256.Sum256(message)
+	return key.Sign(rand.Reader, digest[:], crypto.SHA256)
+}
+
+// endorser is a CA whose key endorses its successor (succeed).
+type endorser struct {
+	cert *x509.Certificate
+	key  crypto.Signer
+}
+
+// succeed is ca.sig for next: one endorsement by each of endorsers, those
+// of the CAs the replica that made next trusted, one PEM block each, named
+// by the endorser's SHA-256. A CA listed twice signs once.
+func succeed(next *x509.Certificate, endorsers []endorser) ([]byte, error) {
+	var out []byte
+	signed := map[string]bool{}
+	for _, e := range endorsers {
+		sum := fingerprint(e.cert)
+		if signed[sum] {
+			continue
+		}
+		signed[sum] = true
+		algorithm, ok := endorsementAlgorithm(e.key.Public())
+		if !ok {
+			return nil, fmt.Errorf("cannot endorse with a %T key", e.key.Public())
+		}
+		sig, err := signWith(e.key, algorithm, successor(next))
+		if err != nil {
+			return nil, fmt.Errorf("endorsing the new CA with CA %q: %w", e.cert.Subject.CommonName, err)
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{
+			Type: successionType, Headers: map[string]string{endorserHeader: sum}, Bytes: sig,
+		})...)
+	}
+	return out, nil
+}
+
+// succeeds reports whether one of anchors endorsed c in successionPEM.
+func succeeds(c *x509.Certificate, anchors []*x509.Certificate, successionPEM []byte) bool {
+	bySum := map[string]*x509.Certificate{}
+	for _, a := range anchors {
+		bySum[fingerprint(a)] = a
+	}
+	for rest := successionPEM; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return false
+		}
+		anchor := bySum[block.Headers[endorserHeader]]
+		if block.Type != successionType || anchor == nil {
+			continue
+		}
+		algorithm, ok := endorsementAlgorithm(anchor.PublicKey)
+		if ok && anchor.CheckSignature(algorithm, successor(c), block.Bytes) == nil {
+			return true
+		}
+	}
+}
+
+// successor is what an endorsement of c by a CA it succeeds signs.
+func successor(c *x509.Certificate) []byte {
+	return append([]byte(successionContext), c.Raw...)
 }
 
 // endorsementAlgorithm is the signature algorithm of an endorsement by a
@@ -370,10 +515,12 @@ func fingerprint(c *x509.Certificate) string {
 }
 
 // newAuthority generates a CA valid for validity from now, trusted first,
-// then the CAs of keep that have not expired, each endorsed by the new CA.
-// keep must hold only CAs this package vouched for: the trusted CAs of the
+// then the CAs of keep that have not expired, each endorsed by the new CA;
+// the new CA is endorsed in turn by each of endorsers (ca.sig). keep and
+// endorsers must hold only CAs this replica trusts: the trusted CAs of the
 // Secret it replaces, never a caBundle's.
-func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificate) (*authority, error) {
+func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificate, endorsers []endorser) (
+	*authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating a CA key: %w", err)
@@ -415,11 +562,16 @@ func newAuthority(now time.Time, validity time.Duration, keep []*x509.Certificat
 	if err != nil {
 		return nil, err
 	}
-	return &authority{signer: signer, key: key, trusted: trusted, bundle: bundle, endorsements: endorsements}, nil
+	succession, err := succeed(signer, endorsers)
+	if err != nil {
+		return nil, err
+	}
+	return &authority{signer: signer, key: key, trusted: trusted, bundle: bundle, endorsements: endorsements,
+		succession: succession}, nil
 }
 
-// data is the Secret's data for the CA; trusted.sig is left out when it
-// would be empty.
+// data is the Secret's data for the CA; trusted.sig and ca.sig are left
+// out when they would be empty.
 func (a *authority) data() map[string][]byte {
 	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(a.key)
 	if err != nil {
@@ -430,6 +582,9 @@ func (a *authority) data() map[string][]byte {
 	data := map[string][]byte{caCertKey: certPEM, caKeyKey: keyPEM, trustedKey: a.bundle}
 	if len(a.endorsements) > 0 {
 		data[endorsementsKey] = a.endorsements
+	}
+	if len(a.succession) > 0 {
+		data[successionKey] = a.succession
 	}
 	return data
 }

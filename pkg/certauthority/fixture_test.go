@@ -417,6 +417,19 @@ func endorsement(t *testing.T, keyPEM, caPEM []byte) []byte {
 	return sig
 }
 
+// succession is ca.sig for the CA of nextPEM, endorsed by the CA of
+// certPEM and keyPEM, as a replica that trusted that CA writes it when it
+// makes the next.
+func succession(t *testing.T, certPEM, keyPEM, nextPEM []byte) []byte {
+	t.Helper()
+	sig, err := succeed(parseCerts(t, nextPEM)[0],
+		[]endorser{{cert: parseCerts(t, certPEM)[0], key: parseKey(t, keyPEM)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
 func parseKey(t *testing.T, keyPEM []byte) crypto.Signer {
 	t.Helper()
 	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)

@@ -28,17 +28,20 @@ limitations under the License.
 //   - A Secret (Options.Namespace, Options.SecretName) holds the signing CA
 //     (ca.crt, ca.key) and trusted.crt, the CAs the API server must trust:
 //     the signing CA first, then the earlier ones that have not expired,
-//     each endorsed in trusted.sig by the signing key. It is the only state
-//     shared by the replicas, and written only when the CA is created,
-//     rotated or revoked.
+//     each endorsed in trusted.sig by the signing key; and ca.sig, the
+//     signing CA endorsed by the CAs the replica that made it trusted. It
+//     is the only state shared by the replicas, and written only when the
+//     CA is created, rotated or revoked.
 //   - The CRD's caBundle is a copy of the CAs of trusted.crt the signing key
 //     vouches for: a CA someone else wrote there, without the key, never
 //     reaches it, and is reported (trustDecision, remember). Nor does a CA
 //     this controller could not have made (rules: its key type, subject,
-//     start and lifetime), signing or endorsed: a signing CA swapped in by
-//     whoever can update the Secret is reported, and the replicas keep the
-//     CAs they had and write nothing (keepWhatItHad). Any replica may write
-//     the caBundle, and only when it differs, so at rest nothing is written.
+//     start and lifetime), signing or endorsed, nor a signing CA that none
+//     of the CAs a replica trusts already endorsed in ca.sig: a signing CA
+//     swapped in by whoever can update the Secret is reported, and the
+//     replicas keep the CAs they had and write nothing (keepWhatItHad).
+//     Any replica may write the caBundle, and only when it differs, so at
+//     rest nothing is written.
 //   - The serving certificate (the leaf) is generated in memory by each
 //     replica from the signing CA, and never stored: a replica that starts
 //     signs its own.
@@ -88,9 +91,33 @@ import (
 
 const (
 	// DefaultCAValidity is the CA's lifetime when Options.CAValidity is
-	// zero. The CA is rotated after two thirds of it, so a long life costs
-	// nothing but makes rotations (the one step with a shared write) rare.
-	DefaultCAValidity = 10 * 365 * 24 * time.Hour
+	// zero: a year, as cert-manager gives the CA of its own webhook
+	// (DynamicAuthority). Not kubeadm's ten years: that CA is a cluster's
+	// root, replaced by hand, while this one is rotated by the replicas,
+	// after two thirds of it (eight months), without a failed call. So a
+	// year costs a shared write every eight months, and bounds how long a
+	// CA key that leaked, or a CA endorsed with it, is trusted
+	// (rules.validity); a rotation that runs every few months is also one
+	// that is known to work.
+	DefaultCAValidity = 365 * 24 * time.Hour
+	// LegacyCAValidity is the longest validity a release gave a CA by
+	// default: ten years, DefaultCAValidity before it was a year. Every
+	// install upgraded from such a release holds such a CA, which its
+	// replicas serve from; refused, it would leave each replica restarted
+	// by the upgrade without a CA. So a CA valid this long is trusted
+	// whatever the CA validity where an earlier release could have written
+	// it: endorsed in trusted.crt, or as the signing CA of a Secret with no
+	// ca.sig (which no earlier release wrote), taken by a replica that
+	// trusts no other CA yet (rules.refuseSigning). As the signing CA it is
+	// rotated at once to one of the CA validity, and dropped from the
+	// caBundle once every replica serves that (rules.overlong,
+	// retireOverlong); a longer one, or one with a ca.sig, is refused
+	// (reason lifetime). A ten-year CA planted while every replica
+	// restarts is taken so too, as it cannot be told from an earlier
+	// release's: trusted for a minute or two, as a CA of the CA validity
+	// planted then is for its whole life (the residual of a replica with
+	// no CA yet).
+	LegacyCAValidity = 10 * 365 * 24 * time.Hour
 	// DefaultLeafValidity is the serving certificate's lifetime when
 	// Options.LeafValidity is zero: 90 days, as cert-manager's default. A
 	// leaf costs no API call to reissue, so it can be short, limiting what a
@@ -170,8 +197,10 @@ type Manager struct {
 	signerSeen   []byte
 	signerSeenAt time.Time
 	// known is the CAs the Secret last read trusted, carried into a Secret
-	// created again (createAuthority); good is that Secret's CA, served
-	// from while the Secret's signing CA is refused (keepWhatItHad);
+	// created again (createAuthority), one of which must have endorsed any
+	// other signing CA (rules); good is that Secret's CA, served from
+	// while the Secret's signing CA is refused (keepWhatItHad), whose key
+	// endorses the CA this replica makes next (endorsers);
 	// reported is the CAs of the Secret a Warning event has named
 	// (remember), by role and fingerprint.
 	known    []*x509.Certificate

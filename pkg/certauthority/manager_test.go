@@ -384,15 +384,15 @@ func TestStaleSecretCacheDoesNotTakeANewCAOutOfTheCABundle(t *testing.T) {
 	f := newFixture(t, fooCRD("Webhook"))
 	m := f.manager()
 	atRest(ctx, t, f, m)
-	oldCAPEM := f.secret(t).Data["ca.crt"]
+	oldCAPEM, oldKeyPEM := f.secret(t).Data["ca.crt"], f.secret(t).Data["ca.key"]
 
-	// Another replica put a new CA in the Secret and the caBundle; m sees
-	// the CRD's event before the Secret's.
+	// Another replica put a new CA in the Secret, endorsed by the old, and
+	// in the caBundle; m sees the CRD's event before the Secret's.
 	newCAPEM, newKeyPEM := replicaCA(t, t0.Add(time.Minute))
 	trusted := slices.Concat(newCAPEM, oldCAPEM)
 	secret := f.secret(t).DeepCopy()
 	secret.Data = map[string][]byte{"ca.crt": newCAPEM, "ca.key": newKeyPEM, "trusted.crt": trusted,
-		"trusted.sig": endorsement(t, newKeyPEM, oldCAPEM)}
+		"trusted.sig": endorsement(t, newKeyPEM, oldCAPEM), "ca.sig": succession(t, oldCAPEM, oldKeyPEM, newCAPEM)}
 	if _, err := f.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,9 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 	if ca, err = m.finishRevocation(ctx, ca, now); err != nil {
 		return 0, err
 	}
+	if ca, err = m.retireOverlong(ctx, ca, now); err != nil {
+		return 0, err
+	}
 	if err := m.patchCABundle(ctx, bundle, ca.bundle); err != nil {
 		return 0, err
 	}
@@ -144,7 +148,8 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, error) {
 // writes nothing. Not the Secret: repairing it would hide what someone else
 // wrote there, who must be found first; revoke-now replaces it on request
 // (ensureAuthority). Not the caBundle: replicas whose options differ (in a
-// rollout that lowers the CA validity, say) judge the CA differently, and
+// rollout that lowers a CA validity above LegacyCAValidity, say) judge the
+// CA differently, and
 // writing each its own would make them fight; no replica puts a refused CA
 // there. It serves on from the CA it last trusted, held in memory, while
 // the caBundle holds that. A replica started since has none: it serves a
@@ -167,9 +172,31 @@ func (m *Manager) keepWhatItHad(
 	return m.nextDeadline(now, serving), nil
 }
 
-// rules are what a CA must be for this manager to trust it, now.
+// rules are what a CA must be for this manager to trust it, now: a signing
+// CA must be, or be endorsed by, one of the CAs it trusts already (none
+// before it has trusted any: it then takes the Secret's, as the first
+// replica of an install must).
 func (m *Manager) rules(now time.Time) rules {
-	return rules{now: now, validity: m.o.CAValidity}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return rules{now: now, validity: m.o.CAValidity, anchors: m.known}
+}
+
+// endorsers are the CAs whose keys endorse a CA this replica makes in place
+// of old (nil: in place of none): old's signing CA, unless refused, and the
+// CA this replica last trusted, which every replica that has not seen old
+// yet trusts still.
+func (m *Manager) endorsers(old *authority) []endorser {
+	var out []endorser
+	if old != nil && old.refused == nil {
+		out = append(out, endorser{old.signer, old.key})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.good != nil {
+		out = append(out, endorser{m.good.signer, m.good.key})
+	}
+	return out
 }
 
 // cachedCRD returns the CRD from the informer's cache, nil if there is none.
@@ -235,10 +262,11 @@ func parseBundle(bundle []byte) []*x509.Certificate {
 // ensureAuthority returns the CA of secret (nil: there is none yet),
 // creating or rotating it as needed: when it is two thirds through its life,
 // or when an operator asks for its revocation (RevokeAnnotation). A signing
-// CA this controller could not have made (rules) is returned refused, and
-// replaced only on an operator's request. A create
-// that finds the Secret exists, or an update that finds it changed, means
-// another replica wrote it first: its Secret is read and judged afresh.
+// CA this controller could not have made, or that no CA this replica trusts
+// endorsed (rules), is returned refused, and replaced only on an operator's
+// request. A create that finds the Secret exists, or an update that finds it
+// changed, means another replica wrote it first: its Secret is read and
+// judged afresh.
 func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, now time.Time) (*authority, error) {
 	logger := klog.FromContext(ctx)
 	secrets := m.client.CoreV1().Secrets(m.o.Namespace)
@@ -264,9 +292,16 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, no
 			request := revokeRequest(secret)
 			// A refused CA is not rotated when due: a rotation would
 			// quietly replace what someone else wrote, and endorse
-			// nothing of theirs anyway.
-			if request == "" && (ca.refused != nil || now.Before(renewAt(ca.signer))) {
+			// nothing of theirs anyway. An overlong one, an earlier
+			// release's, is due now: rotated as any other, it stays
+			// trusted beside the next while the replicas move.
+			due := ca.overlong || !now.Before(renewAt(ca.signer))
+			if request == "" && (ca.refused != nil || !due) {
 				return ca, nil
+			}
+			if ca.overlong {
+				logger.Info("Rotating a CA valid for longer than the CA validity, as an earlier release made it",
+					"notBefore", ca.signer.NotBefore, "notAfter", ca.signer.NotAfter, "caValidity", m.o.CAValidity)
 			}
 			if ca, err = m.rotateAuthority(ctx, ca, now, request); err == nil {
 				return ca, nil
@@ -295,12 +330,14 @@ func (m *Manager) ensureAuthority(ctx context.Context, secret *corev1.Secret, no
 // deleted by mistake and created again then does not take from the API
 // server the CA of leaves being served. Not the caBundle's CAs: whoever may
 // patch the CRD could have put one there, and no key vouches for them any
-// more. A replica started since (no CA read yet) carries none.
+// more. A replica started since (no CA read yet) carries none. The CA it
+// last trusted endorses the new one, so that the other replicas, which
+// trust that CA too, take it.
 func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authority, error) {
 	m.mu.Lock()
 	carried := m.known
 	m.mu.Unlock()
-	ca, err := newAuthority(now, m.o.CAValidity, carried)
+	ca, err := newAuthority(now, m.o.CAValidity, carried, m.endorsers(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -320,25 +357,36 @@ func (m *Manager) createAuthority(ctx context.Context, now time.Time) (*authorit
 
 // rotateAuthority replaces the signing CA of old by a new one, trusted
 // first, and keeps trusting old's trusted CAs that have not expired (its
-// foreign and refused ones are left behind; for a refused signing CA, the
-// CAs this replica last trusted). With a revocation request (revokeRequest),
-// it marks the Secret RevokingAnnotation: those old CAs are then dropped
-// once every replica serves the new one (finishRevocation). The update
-// carries the resourceVersion read: if another replica rotated meanwhile,
-// it fails with a Conflict instead of replacing that CA.
+// foreign and refused ones are left behind, and the overlong ones at a
+// rotation due by time; for a refused signing CA, the CAs this replica last
+// trusted); the new CA is endorsed by old's signing CA
+// and the CA this replica last trusted (endorsers). With a revocation
+// request (revokeRequest), it marks the Secret RevokingAnnotation: those old
+// CAs are then dropped once every replica serves the new one
+// (finishRevocation). The update carries the resourceVersion read: if
+// another replica rotated meanwhile, it fails with a Conflict instead of
+// replacing that CA.
 func (m *Manager) rotateAuthority(
 	ctx context.Context, old *authority, now time.Time, request string,
 ) (*authority, error) {
 	keep := old.trusted
-	if old.refused != nil {
+	switch {
+	case old.refused != nil:
 		// A refused CA trusts nothing; what this replica last trusted
 		// keeps the leaves being served good, until the revocation drops
 		// it too.
 		m.mu.Lock()
 		keep = m.known
 		m.mu.Unlock()
+	case request == "" && !old.overlong:
+		// Due by time: every replica has served old's leaves for two
+		// thirds of its life. An overlong CA it replaced, an earlier
+		// release's, signs none any more, and is dropped rather than
+		// trusted for the rest of its ten years.
+		r := m.rules(now)
+		keep = slices.DeleteFunc(slices.Clone(keep), r.overlong)
 	}
-	ca, err := newAuthority(now, m.o.CAValidity, keep)
+	ca, err := newAuthority(now, m.o.CAValidity, keep, m.endorsers(old))
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +394,9 @@ func (m *Manager) rotateAuthority(
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
-	delete(secret.Data, endorsementsKey) // the old key's, if any
+	// The old CA's, if any.
+	delete(secret.Data, endorsementsKey)
+	delete(secret.Data, successionKey)
 	for k, v := range ca.data() {
 		secret.Data[k] = v
 	}
@@ -452,8 +502,9 @@ func (m *Manager) updateLeaf(ctx context.Context, now time.Time, ca *authority, 
 }
 
 // nextDeadline is how long until the signing CA or the served leaf is two
-// thirds through its life, or until a new caBundle has settled; zero if no
-// deadline is ahead. A leaf past its deadline waits for its CA to be
+// thirds through its life, until a new caBundle has settled, or until the
+// CAs a revocation or retireOverlong drops may go; zero if no deadline is
+// ahead. A leaf past its deadline waits for its CA to be
 // trusted, which a CRD event tells.
 func (m *Manager) nextDeadline(now time.Time, ca *authority) time.Duration {
 	next := renewAt(ca.signer).Sub(now)
@@ -470,7 +521,8 @@ func (m *Manager) nextDeadline(now time.Time, ca *authority) time.Duration {
 			sooner(m.nextCASeen.Add(settle).Sub(now))
 		}
 	}
-	if ca.secret != nil && ca.secret.Annotations[RevokingAnnotation] != "" && bytes.Equal(m.signerSeen, ca.signer.Raw) {
+	if ca.secret != nil && (ca.secret.Annotations[RevokingAnnotation] != "" || ca.overlongEndorsed) &&
+		bytes.Equal(m.signerSeen, ca.signer.Raw) {
 		sooner(m.signerSeenAt.Add(revokeGrace).Sub(now))
 	}
 	return max(next, 0)

@@ -46,7 +46,10 @@ func refusedCAs(t *testing.T) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
 	for _, ca := range []string{"signing", "endorsed"} {
-		for _, reason := range []string{"key", "subject", "issuer", "not_yet_valid", "lifetime"} {
+		for _, reason := range []string{"key", "subject", "issuer", "not_yet_valid", "lifetime", "unendorsed"} {
+			if ca == "endorsed" && reason == "unendorsed" {
+				continue // not served: asking would make the series
+			}
 			v, err := testutil.GetGaugeMetricValue(metrics.WebhookRefusedCAs.WithLabelValues(ca, reason))
 			if err != nil {
 				t.Fatal(err)
@@ -80,10 +83,11 @@ func generateKey(t *testing.T, kind string) crypto.Signer {
 }
 
 // What the controller could have made, at t0 with a CA validity of 300 h,
-// is trusted; anything else is refused, with the reason and the values.
+// is trusted, and overlong if it lives longer than that (an earlier
+// release's); anything else is refused, with the reason and the values.
 func TestRulesRefuseWhatTheControllerCouldNotHaveMade(t *testing.T) {
 	r := rules{now: t0, validity: testCAValidity}
-	own, err := newAuthority(t0, testCAValidity, nil)
+	own, err := newAuthority(t0, testCAValidity, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +102,11 @@ func TestRulesRefuseWhatTheControllerCouldNotHaveMade(t *testing.T) {
 		key           string
 		change        func(*x509.Certificate)
 		signedByOther bool
-		reason        string
-		detail        string
+		// validity is the CA validity judged by, if not testCAValidity.
+		validity time.Duration
+		overlong bool
+		reason   string
+		detail   string
 	}{
 		{name: "another replica's", change: func(*x509.Certificate) {}},
 		{name: "valid for exactly the CA validity and the backdate", change: func(c *x509.Certificate) {
@@ -125,14 +132,21 @@ func TestRulesRefuseWhatTheControllerCouldNotHaveMade(t *testing.T) {
 			c.NotBefore, c.NotAfter = t0.Add(5*time.Minute+time.Second), t0.Add(time.Hour)
 		}, reason: "not_yet_valid",
 			detail: "it is valid from 2026-11-24T10:05:01Z, more than 5m0s after now (2026-11-24T10:00:00Z)"},
-		{name: "a second longer", change: func(c *x509.Certificate) {
+		{name: "a second longer", overlong: true, change: func(c *x509.Certificate) {
 			c.NotAfter = c.NotBefore.Add(301*time.Hour + time.Second)
-		}, reason: "lifetime",
-			detail: "it is valid for 301h0m1s, longer than the CA validity of 300h0m0s and the 1h0m0s backdate"},
-		{name: "ten years", change: func(c *x509.Certificate) {
-			c.NotAfter = c.NotBefore.Add(87600 * time.Hour)
-		}, reason: "lifetime",
-			detail: "it is valid for 87600h0m0s, longer than the CA validity of 300h0m0s and the 1h0m0s backdate"},
+		}},
+		{name: "ten years and the backdate, as an earlier release made it", overlong: true,
+			change: func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(87601 * time.Hour) }},
+		{name: "a second longer than ten years and the backdate", change: func(c *x509.Certificate) {
+			c.NotAfter = c.NotBefore.Add(87601*time.Hour + time.Second)
+		}, reason: "lifetime", detail: "it is valid for 87601h0m1s, longer than the 87600h0m0s an earlier release " +
+			"made a CA valid for and the 1h0m0s backdate"},
+		{name: "twenty years and the backdate, a CA validity of twenty years", validity: 175200 * time.Hour,
+			change: func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(175201 * time.Hour) }},
+		{name: "a second longer than a CA validity of twenty years", validity: 175200 * time.Hour,
+			change: func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(175201*time.Hour + time.Second) },
+			reason: "lifetime",
+			detail: "it is valid for 175201h0m1s, longer than the CA validity of 175200h0m0s and the 1h0m0s backdate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := generateKey(t, tc.key)
@@ -152,12 +166,18 @@ func TestRulesRefuseWhatTheControllerCouldNotHaveMade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			refused := r.refuse(c)
+			judge := r
+			if tc.validity != 0 {
+				judge.validity = tc.validity
+			}
+			refused := judge.refuse(c)
 			switch {
 			case refused == nil && tc.reason != "":
 				t.Errorf("trusted, want refused for %s: %s", tc.reason, tc.detail)
 			case refused != nil && (refused.reason != tc.reason || refused.detail != tc.detail):
 				t.Errorf("refused for %s: %s\nwant %q: %s", refused.reason, refused.detail, tc.reason, tc.detail)
+			case refused == nil && judge.overlong(c) != tc.overlong:
+				t.Errorf("overlong: %t, want %t", judge.overlong(c), tc.overlong)
 			}
 		})
 	}
@@ -183,10 +203,12 @@ func TestSwappedSigningCAIsRefusedAndTheCAsItHadKept(t *testing.T) {
 	}{
 		{"RSA 1024-bit", "RSA-1024", func(*x509.Certificate) {}, "signing/key",
 			"its key is RSA 1024-bit, not ECDSA P-256", "its key is RSA 1024-bit, not ECDSA P-256"},
-		{"valid for ten years", "", func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(87600 * time.Hour) },
+		{"valid for twenty years", "", func(c *x509.Certificate) { c.NotAfter = c.NotBefore.Add(175200 * time.Hour) },
 			"signing/lifetime",
-			"it is valid for 87600h0m0s, longer than the CA validity of 300h0m0s and the 1h0m0s backdate",
-			"it is valid for 87600h0m0s, longer than the CA validity of 300h0m0s and the 1h0m0s backdate"},
+			"it is valid for 175200h0m0s, longer than the 87600h0m0s an earlier release made a CA valid for and the " +
+				"1h0m0s backdate",
+			"it is valid for 175200h0m0s, longer than the 87600h0m0s an earlier release made a CA valid for and the " +
+				"1h0m0s backdate"},
 		{"valid from tomorrow", "", func(c *x509.Certificate) {
 			c.NotBefore, c.NotAfter = t0.Add(24*time.Hour), t0.Add(48*time.Hour)
 		}, "signing/not_yet_valid",
@@ -283,10 +305,10 @@ func TestSwappedSigningCAIsRefusedAndTheCAsItHadKept(t *testing.T) {
 }
 
 // A CA the signing CA endorsed but the controller could not have made (here
-// valid for ten years, longer than the CA validity) is left out of the
-// caBundle and reported, while an endorsed CA the controller could have
-// made is kept; the next rotation leaves the refused one behind. The
-// controller's own CA goes on working and rotating.
+// valid for twenty years, longer than any release made a CA for) is left
+// out of the caBundle and reported, while an endorsed CA the controller
+// could have made is kept; the next rotation leaves the refused one behind.
+// The controller's own CA goes on working and rotating.
 func TestEndorsedCAValidTooLongIsLeftOutOfTheCABundle(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t, fooCRD("Webhook"))
@@ -299,7 +321,7 @@ func TestEndorsedCAValidTooLongIsLeftOutOfTheCABundle(t *testing.T) {
 
 	okPEM, _ := replicaCA(t, t0.Add(-50*time.Hour))
 	long := replicaTemplate(t0.Add(-50 * time.Hour))
-	long.NotAfter = long.NotBefore.Add(87600 * time.Hour)
+	long.NotAfter = long.NotBefore.Add(175200 * time.Hour)
 	longPEM, _ := selfSigned(t, generateKey(t, ""), long)
 	secret.Data["trusted.crt"] = slices.Concat(secret.Data["ca.crt"], okPEM, longPEM)
 	secret.Data["trusted.sig"] = endorsement(t, secret.Data["ca.key"], slices.Concat(okPEM, longPEM))
@@ -322,8 +344,9 @@ func TestEndorsedCAValidTooLongIsLeftOutOfTheCABundle(t *testing.T) {
 	}
 	wantEvent := fmt.Sprintf("Warning RefusedCA trusted.crt holds CA \"CN=sample-controller-webhook-ca@1795334400\" "+
 		"(SHA-256 %s), endorsed by the signing CA, which the controller could not have made: it is valid for "+
-		"87600h0m0s, longer than the CA validity of 300h0m0s and the 1h0m0s backdate. It is left out of the caBundle "+
-		"of CRD foos.samplecontroller.k8s.io. Find who wrote the Secret, then revoke the CA.", fingerprint(longCA))
+		"175200h0m0s, longer than the 87600h0m0s an earlier release made a CA valid for and the 1h0m0s backdate. It "+
+		"is left out of the caBundle of CRD foos.samplecontroller.k8s.io. Find who wrote the Secret, then revoke the CA.",
+		fingerprint(longCA))
 	if got := drain(events); !slices.Equal(got, []string{wantEvent}) {
 		t.Errorf("events %q, want %q", got, []string{wantEvent})
 	}
@@ -333,7 +356,7 @@ func TestEndorsedCAValidTooLongIsLeftOutOfTheCABundle(t *testing.T) {
 
 	// Every series is served, 0 included.
 	want := `
-# HELP samplecontroller_webhook_refused_cas [ALPHA] CAs of the conversion webhook's CA Secret that the controller could not have made, as this replica last read it, and so does not trust, by ca: signing (ca.crt: the replica keeps the CAs it had and writes nothing) or endorsed (in trusted.crt, left out of the CRD's caBundle); and by reason: key (not ECDSA P-256), subject, issuer (not self-signed), not_yet_valid (starts in the future), lifetime (valid longer than -webhook-ca-validity). Anything but 0: someone other than the controller wrote the Secret.
+# HELP samplecontroller_webhook_refused_cas [ALPHA] CAs of the conversion webhook's CA Secret that the controller could not have made, as this replica last read it, and so does not trust, by ca: signing (ca.crt: the replica keeps the CAs it had and writes nothing) or endorsed (in trusted.crt, left out of the CRD's caBundle); and by reason: key (not ECDSA P-256), subject, issuer (not self-signed), not_yet_valid (starts in the future), lifetime (valid longer than -webhook-ca-validity, and than the 10 years of an earlier release's CA where it could be one: endorsed, or signing with no ca.sig), and for the signing CA unendorsed (no CA the replica trusts endorsed it in ca.sig, as the replica that makes a CA does). Anything but 0: someone other than the controller wrote the Secret.
 # TYPE samplecontroller_webhook_refused_cas gauge
 samplecontroller_webhook_refused_cas{ca="endorsed",reason="issuer"} 0
 samplecontroller_webhook_refused_cas{ca="endorsed",reason="key"} 0
@@ -345,6 +368,7 @@ samplecontroller_webhook_refused_cas{ca="signing",reason="key"} 0
 samplecontroller_webhook_refused_cas{ca="signing",reason="lifetime"} 0
 samplecontroller_webhook_refused_cas{ca="signing",reason="not_yet_valid"} 0
 samplecontroller_webhook_refused_cas{ca="signing",reason="subject"} 0
+samplecontroller_webhook_refused_cas{ca="signing",reason="unendorsed"} 0
 `
 	if err := testutil.CollectAndCompare(metrics.WebhookRefusedCAs, strings.NewReader(want),
 		"samplecontroller_webhook_refused_cas"); err != nil {

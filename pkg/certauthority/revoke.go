@@ -19,7 +19,10 @@ package certauthority
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +51,8 @@ const ReasonForeignCA = "ForeignCA"
 
 // ReasonRefusedCA is the reason of the Warning event on the CA Secret for a
 // CA, signing or endorsed, that this controller could not have made (an RSA
-// key, say, or a lifetime beyond the CA validity).
+// key, say, or a lifetime beyond the CA validity), or a signing CA no CA
+// the replica trusts endorsed.
 const ReasonRefusedCA = "RefusedCA"
 
 // revokeGrace is how long a replica that serves a certificate of the new CA
@@ -72,8 +76,9 @@ func revokeRequest(secret *corev1.Secret) string {
 }
 
 // remember keeps the CAs ca trusts, and ca itself, for a Secret created
-// again (createAuthority) or refused later (keepWhatItHad), unless its
-// signing CA is refused; and reports the CAs of the Secret it does not
+// again (createAuthority) or refused later (keepWhatItHad), and as the CAs
+// the next signing CA must be endorsed by (rules), unless its signing CA
+// is refused; and reports the CAs of the Secret it does not
 // trust: those of trusted.crt the signing CA did not endorse (foreign), and
 // those this controller could not have made (refused). The metrics count
 // them at every reconcile; a Warning event on the Secret names each once
@@ -96,6 +101,9 @@ func (m *Manager) remember(ctx context.Context, ca *authority) {
 	// read yet".
 	for _, role := range []string{roleSigning, roleEndorsed} {
 		for _, reason := range refusedReasons {
+			if role == roleEndorsed && reason == refusedUnendorsed {
+				continue // the signing CA vouches for an endorsed one
+			}
 			n := 0
 			for _, r := range refusals {
 				if r.role == role && r.reason == reason {
@@ -171,14 +179,7 @@ func (m *Manager) remember(ctx context.Context, ca *authority) {
 // carries the resourceVersion read; a Conflict is retried from the Secret's
 // next event.
 func (m *Manager) finishRevocation(ctx context.Context, ca *authority, now time.Time) (*authority, error) {
-	if ca.secret == nil || ca.secret.Annotations[RevokingAnnotation] == "" {
-		return ca, nil
-	}
-	m.mu.Lock()
-	moved := bytes.Equal(m.servedBy, ca.signer.Raw) && bytes.Equal(m.signerSeen, ca.signer.Raw) &&
-		now.Sub(m.signerSeenAt) >= revokeGrace
-	m.mu.Unlock()
-	if !moved {
+	if ca.secret == nil || ca.secret.Annotations[RevokingAnnotation] == "" || !m.everyReplicaMoved(ca, now) {
 		return ca, nil
 	}
 	secret := ca.secret.DeepCopy()
@@ -200,4 +201,73 @@ func (m *Manager) finishRevocation(ctx context.Context, ca *authority, now time.
 		"dropped", len(ca.trusted)-1, "notAfter", ca.signer.NotAfter)
 	m.remember(ctx, revoked)
 	return revoked, nil
+}
+
+// everyReplicaMoved reports whether every replica serves a certificate of
+// ca's signing CA, as far as this one can tell: it serves one itself, and has
+// seen the caBundle trust that CA for revokeGrace.
+func (m *Manager) everyReplicaMoved(ca *authority, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return bytes.Equal(m.servedBy, ca.signer.Raw) && bytes.Equal(m.signerSeen, ca.signer.Raw) &&
+		now.Sub(m.signerSeenAt) >= revokeGrace
+}
+
+// retireOverlong drops from trusted.crt (and so from the caBundle) the CAs
+// the signing CA endorsed that are valid for longer than the CA validity
+// (rules.overlong), once every replica serves a certificate of the signing
+// CA (everyReplicaMoved), as a revocation drops the CAs it revokes: an
+// earlier release's ten-year CA, which the upgrade rotated at once
+// (ensureAuthority), or one endorsed with a key the token read. Kept until
+// it expires, as a CA replaced in time is, it would stay trusted for years
+// although no replica serves from it, and whoever wrote it, if not an
+// earlier release, could sign for the webhook that long. The rest of the
+// Secret is left as it is. The update carries the resourceVersion read; a
+// Conflict is retried from the Secret's next event.
+func (m *Manager) retireOverlong(ctx context.Context, ca *authority, now time.Time) (*authority, error) {
+	if ca.secret == nil || ca.refused != nil || ca.overlong || !ca.overlongEndorsed || !m.everyReplicaMoved(ca, now) {
+		return ca, nil
+	}
+	r := m.rules(now)
+	retired := map[string]bool{}
+	for _, c := range ca.trusted {
+		if !c.Equal(ca.signer) && r.overlong(c) {
+			retired[fingerprint(c)] = true
+		}
+	}
+	certs, err := cert.ParseCertsPEM(ca.secret.Data[trustedKey])
+	if err != nil {
+		return nil, err // parseAuthority parsed it
+	}
+	certs = slices.DeleteFunc(certs, func(c *x509.Certificate) bool { return retired[fingerprint(c)] })
+	var endorsements []byte
+	for rest := ca.secret.Data[endorsementsKey]; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if !retired[block.Headers[endorsedHeader]] {
+			endorsements = append(endorsements, pem.EncodeToMemory(block)...)
+		}
+	}
+	secret := ca.secret.DeepCopy()
+	secret.Data[trustedKey], _ = cert.EncodeCertificates(certs...) // never fails
+	secret.Data[endorsementsKey] = endorsements
+	if len(endorsements) == 0 {
+		delete(secret.Data, endorsementsKey)
+	}
+	updated, err := m.client.CoreV1().Secrets(m.o.Namespace).Update(ctx, secret, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("dropping the CAs valid longer than the CA validity from Secret %s/%s: %w",
+			m.o.Namespace, m.o.SecretName, err)
+	}
+	retiredCA, err := parseAuthority(updated, m.rules(now))
+	if err != nil {
+		return nil, err
+	}
+	retiredCA.fromAPI = true
+	klog.FromContext(ctx).Info("Dropped the CAs valid for longer than the CA validity, every replica serving the "+
+		"signing CA", "dropped", len(retired), "caValidity", m.o.CAValidity)
+	m.remember(ctx, retiredCA)
+	return retiredCA, nil
 }

@@ -66,7 +66,7 @@ func BenchmarkCachedBytesPerDeployment(b *testing.B) {
 		encoded[i] = data
 	}
 	reportCachedBytes(b, encoded, scheme.Codecs.UniversalDeserializer(), owned.Indexers(samplecontroller.FooGroupKind),
-		Deployments.TransformFor(samplecontroller.ControllerName))
+		TransformDeployment)
 }
 
 func BenchmarkCachedBytesPerFoo(b *testing.B) {

@@ -213,7 +213,7 @@ func TestCachedDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Deployments.Drift(DeploymentFor(foo), cachedDeployment(t, d))
+			drift, err := DeploymentDrift(DeploymentFor(foo), cachedDeployment(t, d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,9 +230,9 @@ func TestDriftOfUnreadableCachedValuesIsAnError(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
 	for name, values := range map[string]string{"none": "", "not JSON": "{"} {
 		t.Run(name, func(t *testing.T) {
-			cached := Deployments.Compact(testfixtures.OwnedDeployment(t, foo))
+			cached := CacheDeployment(testfixtures.OwnedDeployment(t, foo))
 			cached.Values = values
-			if drift, err := Deployments.Drift(DeploymentFor(foo), cached); err == nil {
+			if drift, err := DeploymentDrift(DeploymentFor(foo), cached); err == nil {
 				t.Errorf("drift %q and no error", drift)
 			}
 		})
@@ -390,7 +390,7 @@ func TestTrimmedFooSyncsLikeTheOriginal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			foo := completeFoo(t)
-			d := Deployments.Compact(completeDeployment(t, foo))
+			d := CacheDeployment(completeDeployment(t, foo))
 			tc.mutate(foo)
 			trimmed := trimmedFoo(t, foo)
 
@@ -462,7 +462,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 		Values: `{"metadata":{"labels":{"app":"nginx","app.kubernetes.io/managed-by":"sample-controller","controller":"test"}},` +
 			`"spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx","controller":"test"}},` +
 			`"template":{"metadata":{"labels":{"app":"nginx","controller":"test"}},` +
-			`"spec":{"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
+			`"spec":{"automountServiceAccountToken":false,"containers":[{"image":"nginx:latest","name":"nginx"}]}}}}`,
 		Status: Rollout{
 			ObservedGeneration: 3,
 			Replicas:           3,
@@ -481,7 +481,7 @@ func cachedCompleteDeployment() *CachedDeployment {
 func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
 	want := cachedCompleteDeployment()
-	if got := Deployments.Compact(d); !reflect.DeepEqual(got, want) {
+	if got := CacheDeployment(d); !reflect.DeepEqual(got, want) {
 		t.Errorf("cached Deployment:\n%s", diff.Diff(want, got))
 	}
 	if got := cachedDeployment(t, completeDeployment(t, testfixtures.NewFoo("test", 3))); !reflect.DeepEqual(got, want) {
@@ -494,8 +494,8 @@ func TestCachedDeploymentHoldsOnlyWhatTheControllerReads(t *testing.T) {
 // caller expects it trimmed.
 func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 	for name, build := range map[string]func(*testing.T, *appsv1.Deployment){
-		"Deployments.Compact":      func(_ *testing.T, d *appsv1.Deployment) { Deployments.Compact(d) },
-		"Deployments.TransformFor": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
+		"CacheDeployment":     func(_ *testing.T, d *appsv1.Deployment) { CacheDeployment(d) },
+		"TransformDeployment": func(t *testing.T, d *appsv1.Deployment) { cachedDeployment(t, d) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := completeDeployment(t, testfixtures.NewFoo("test", 3))
@@ -513,7 +513,7 @@ func TestCachedDeploymentDoesNotModifyTheDeployment(t *testing.T) {
 // (and the Deployment can be collected as soon as it is built).
 func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 3))
-	cached := Deployments.Compact(d)
+	cached := CacheDeployment(d)
 
 	*d.Spec.Replicas = 9
 	*d.OwnerReferences[1].Controller = false
@@ -534,7 +534,7 @@ func TestCachedDeploymentSharesNothingWithTheDeployment(t *testing.T) {
 // detector makes of each cached object) shares nothing that can be changed
 // with the original.
 func TestCachedDeploymentDeepCopySharesNothing(t *testing.T) {
-	cached := Deployments.Compact(completeDeployment(t, testfixtures.NewFoo("test", 3)))
+	cached := CacheDeployment(completeDeployment(t, testfixtures.NewFoo("test", 3)))
 	var obj runtime.Object = cached
 	cp := obj.DeepCopyObject().(*CachedDeployment)
 	if !reflect.DeepEqual(cp, cachedCompleteDeployment()) {
@@ -607,7 +607,7 @@ func TestTransformsAreIdempotent(t *testing.T) {
 			if twice != once {
 				t.Errorf("the transform turned a CachedDeployment into %#v, want the same one", twice)
 			}
-			if want := Deployments.Compact(d); !reflect.DeepEqual(once, want) {
+			if want := CacheDeployment(d); !reflect.DeepEqual(once, want) {
 				t.Errorf("the transform modified the CachedDeployment:\n%s", diff.Diff(want, once))
 			}
 		})
@@ -648,7 +648,7 @@ func TestFooTransformTrimsInPlace(t *testing.T) {
 // it entered the cache.
 func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 	d := completeDeployment(t, testfixtures.NewFoo("test", 1))
-	cached := Deployments.Compact(d)
+	cached := CacheDeployment(d)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "default/test-deployment", Obj: cached}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
 	list := &appsv1.DeploymentList{Items: []appsv1.Deployment{*d.DeepCopy()}}
@@ -673,7 +673,7 @@ func TestTransformsPassOtherObjectsThrough(t *testing.T) {
 			}
 		})
 	}
-	if want := Deployments.Compact(d); !reflect.DeepEqual(cached, want) {
+	if want := CacheDeployment(d); !reflect.DeepEqual(cached, want) {
 		t.Errorf("a passed-through CachedDeployment was modified:\n%s", diff.Diff(want, cached))
 	}
 	if pod.Annotations["a"] != "b" || !reflect.DeepEqual(list.Items[0], *d) {
@@ -695,7 +695,7 @@ func TestCachedDeploymentKeepsCommonStringsOnce(t *testing.T) {
 		unsafe.StringData(da.OwnerReferences[1].Kind) == unsafe.StringData(db.OwnerReferences[1].Kind) {
 		t.Fatal("the Deployments built share their strings already: the test tests nothing")
 	}
-	a, b := Deployments.Compact(da), Deployments.Compact(db)
+	a, b := CacheDeployment(da), CacheDeployment(db)
 	if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) {
 		t.Error("the namespace is kept once per Deployment")
 	}

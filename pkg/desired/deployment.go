@@ -18,29 +18,28 @@ limitations under the License.
 // status and Ready condition it should have, which specs are valid, and the
 // problems a Foo can report with their reasons, each a pure function of the
 // objects involved, which the tests, the end-to-end suite and the benchmark
-// call directly. It also registers the kinds a Foo owns (Registrations,
-// kinds.go; the Deployment's Registration, with what the cache keeps of it,
-// in deployment.go) and builds the controller's informer of each
-// (NewOwnedInformers). The controller in the repository root acts on these.
-// How owned objects are cached, compared and written, for any kind, is
-// pkg/owned's.
+// call directly. It also says what the Deployment cache keeps of a
+// Deployment (CachedDeployment, cached_deployment.go) and lists the kinds a
+// Foo owns for the tools that generate their policies (OwnedKinds,
+// kinds.go). The controller in the repository root acts on these.
 package desired
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // The single container of the pod template.
@@ -75,11 +74,12 @@ func LabelValue(name string) string {
 // of the Foo, and it names exactly the fields the controller owns: server-side
 // apply writes these and leaves every other field, such as another team's
 // labels or annotations, to whoever set it.
+// A Foo's pods run nginx and call no API: they get no ServiceAccount token.
 func DeploymentFor(foo *samplev1beta1.Foo) *appsv1ac.DeploymentApplyConfiguration {
 	labels := PodLabels(foo)
 	return appsv1ac.Deployment(foo.Spec.Deployment.Name, foo.Namespace).
 		WithLabels(labels).
-		WithLabels(map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}).
+		WithLabels(ManagedByLabels).
 		WithOwnerReferences(controllerReference(foo)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(Replicas(&foo.Spec)).
@@ -87,10 +87,47 @@ func DeploymentFor(foo *samplev1beta1.Foo) *appsv1ac.DeploymentApplyConfiguratio
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
 				WithSpec(corev1ac.PodSpec().
+					WithAutomountServiceAccountToken(false).
 					WithContainers(corev1ac.Container().
 						WithName(ContainerName).
 						WithImage(ContainerImage)))))
 }
+
+// NewDeployment returns the Deployment a Foo asks for as the object a
+// create sends, as upstream's newDeployment does: the fields DeploymentFor
+// sets, and only those (TestNewDeploymentSetsWhatDeploymentForSets holds the
+// two to each other). A create is a plain create, not an apply: an apply
+// would take over a Deployment of that name the cache does not see.
+func NewDeployment(foo *samplev1beta1.Foo) *appsv1.Deployment {
+	labels := PodLabels(foo)
+	objectLabels := maps.Clone(labels)
+	maps.Copy(objectLabels, ManagedByLabels)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      foo.Spec.Deployment.Name,
+			Namespace: foo.Namespace,
+			Labels:    objectLabels,
+			OwnerReferences: []metav1.OwnerReference{
+				*metav1.NewControllerRef(foo, samplev1beta1.SchemeGroupVersion.WithKind(samplecontroller.FooKind)),
+			},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(Replicas(&foo.Spec)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)}, // its own: an edit of one is not of both
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers:                   []corev1.Container{{Name: ContainerName, Image: ContainerImage}},
+				},
+			},
+		},
+	}
+}
+
+// ManagedByLabels mark the objects the controller manages: its informers
+// list and watch those alone.
+var ManagedByLabels = map[string]string{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
 
 // controllerReference makes foo the controller of an object it owns: the
 // garbage collector deletes the object with foo, and does not delete foo
@@ -103,63 +140,4 @@ func controllerReference(foo *samplev1beta1.Foo) *metav1ac.OwnerReferenceApplyCo
 		WithUID(foo.UID).
 		WithController(true).
 		WithBlockOwnerDeletion(true)
-}
-
-// The Deployment as the owned-object machinery knows it: what the cache
-// keeps of a Deployment the controller manages, and which of its fields are
-// the Foo's.
-
-// Rollout is what ReadyCondition and StatusFor read of a Deployment's
-// status: how its rollout goes. Not appsv1.DeploymentStatus: the cache
-// keeps these fields, and nothing else of it.
-type Rollout struct {
-	ObservedGeneration                           int64
-	Replicas, UpdatedReplicas, AvailableReplicas int32
-	// ProgressDeadlineExceeded says the deployment controller gave up on the
-	// rollout: its Progressing condition is False.
-	ProgressDeadlineExceeded bool
-}
-
-// CachedDeployment is what the Deployment cache holds of a managed
-// Deployment: the fields the controller reads, and nothing else
-// (owned.Object).
-type CachedDeployment = owned.Object[Rollout]
-
-// Deployments registers the Deployment a Foo owns: the one it asks for
-// (DeploymentFor), its client, what its cache keeps (Deployments.Compact),
-// its fields the Foo owns (those DeploymentFor sets) and their drift. The
-// steps of its sync, pkg/owned's for every kind, end in this client's
-// calls: clientset.AppsV1().Deployments(namespace).Create, Apply and Delete.
-var Deployments = &owned.Registration[*samplev1beta1.Foo, *appsv1.Deployment, *appsv1.DeploymentList,
-	*appsv1ac.DeploymentApplyConfiguration, Rollout]{
-	Kind:       "Deployment",
-	Resource:   appsv1.Resource("deployments"),
-	For:        DeploymentFor,
-	Fields:     fieldsOf("Deployment", deploymentTypeName, DeploymentFor),
-	ReadStatus: rolloutOf,
-	Client: func(clientset kubernetes.Interface, namespace string) owned.Client[*appsv1.Deployment,
-		*appsv1.DeploymentList, *appsv1ac.DeploymentApplyConfiguration] {
-		return clientset.AppsV1().Deployments(namespace)
-	},
-}
-
-// deploymentTypeName is the apps/v1 Deployment's type in the schema.
-const deploymentTypeName = "io.k8s.api.apps.v1.Deployment"
-
-// rolloutOf is what is read of d's status.
-func rolloutOf(d *appsv1.Deployment) Rollout {
-	st := Rollout{
-		ObservedGeneration: d.Status.ObservedGeneration,
-		Replicas:           d.Status.Replicas,
-		UpdatedReplicas:    d.Status.UpdatedReplicas,
-		AvailableReplicas:  d.Status.AvailableReplicas,
-	}
-	// The first Progressing condition says whether the rollout progresses.
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing {
-			st.ProgressDeadlineExceeded = c.Status == corev1.ConditionFalse
-			break
-		}
-	}
-	return st
 }

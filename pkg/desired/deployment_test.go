@@ -17,11 +17,16 @@ limitations under the License.
 package desired
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
@@ -61,7 +66,7 @@ func TestDeploymentDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			drift, err := Deployments.Drift(DeploymentFor(foo), Deployments.Compact(d))
+			drift, err := DeploymentDrift(DeploymentFor(foo), CacheDeployment(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +96,7 @@ func TestNewDeployment(t *testing.T) {
 	if d.Spec.Selector.MatchLabels["controller"] != "test" || d.Spec.Template.Labels["controller"] != "test" {
 		t.Errorf("selector %v template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
-	if drift, err := Deployments.Drift(DeploymentFor(foo), Deployments.Compact(d)); err != nil || len(drift) != 0 {
+	if drift, err := DeploymentDrift(DeploymentFor(foo), CacheDeployment(d)); err != nil || len(drift) != 0 {
 		t.Errorf("the created Deployment drifts from the desired one in %v (error %v)", drift, err)
 	}
 }
@@ -115,10 +120,39 @@ func TestLongFooNamesGetValidDistinctLabels(t *testing.T) {
 	}
 }
 
-// deploymentObject is the Deployment a plain create of desired makes.
+// deploymentObject is the Deployment an apply of ac makes: an apply
+// configuration serializes to exactly the fields it sets.
 func deploymentObject(ac *appsv1ac.DeploymentApplyConfiguration) (*appsv1.Deployment, error) {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, err
+	}
 	d := &appsv1.Deployment{}
-	return d, owned.ToObject(ac, d)
+	return d, json.Unmarshal(data, d)
+}
+
+// A create sends NewDeployment, a repair applies DeploymentFor: the two set
+// the same fields to the same values, whatever the Foo asks for.
+func TestNewDeploymentSetsWhatDeploymentForSets(t *testing.T) {
+	everyField := testfixtures.NewFoo("every-field", 3)
+	owned.EveryFieldSet(reflect.ValueOf(&everyField.Spec).Elem(), 7)
+	for name, foo := range map[string]*samplev1beta1.Foo{
+		"a Foo":                   testfixtures.NewFoo("test", 3),
+		"every spec field set":    everyField,
+		"a 253-character name":    testfixtures.NewFoo(strings.Repeat("a", 253), 1),
+		"no replicas (default 1)": func() *samplev1beta1.Foo { f := testfixtures.NewFoo("one", 1); f.Spec.Replicas = nil; return f }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			applied, err := deploymentObject(DeploymentFor(foo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied.TypeMeta = metav1.TypeMeta{}
+			if created := NewDeployment(foo); !equality.Semantic.DeepEqual(created, applied) {
+				t.Errorf("NewDeployment differs from DeploymentFor:\n%s", diff.Diff(applied, created))
+			}
+		})
+	}
 }
 
 // transform is what the informers' transforms make of obj: a Foo trimmed by
@@ -127,5 +161,5 @@ func transform(obj interface{}) (interface{}, error) {
 	if _, ok := obj.(*samplev1beta1.Foo); ok {
 		return foocache.Transform(obj)
 	}
-	return Deployments.TransformFor(samplecontroller.ControllerName)(obj)
+	return TransformDeployment(obj)
 }

@@ -33,10 +33,10 @@ import (
 // docs/performance.md has the figures.
 func BenchmarkDeploymentDrift(b *testing.B) {
 	foo := testfixtures.NewFoo("test", 2)
-	asDesired := Deployments.Compact(testfixtures.OwnedDeployment(b, foo))
+	asDesired := CacheDeployment(testfixtures.OwnedDeployment(b, foo))
 	drifted := testfixtures.OwnedDeployment(b, foo)
 	drifted.Spec.Template.Spec.Containers[0].Image = "busybox"
-	imageDrifted := Deployments.Compact(drifted)
+	imageDrifted := CacheDeployment(drifted)
 	b.Run("floor: the desired state", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -47,7 +47,7 @@ func BenchmarkDeploymentDrift(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Deployments.Drift(DeploymentFor(foo), cached); err != nil {
+				if _, err := DeploymentDrift(DeploymentFor(foo), cached); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -19,23 +19,20 @@ package desired_test
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 
 	"github.com/kube-samples/sample-controller/internal/testfixtures"
 	"github.com/kube-samples/sample-controller/pkg/desired"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // The fixtures are written out; these say that they are what the mapping
 // computes, so that a test starting from them starts from the real thing.
 func TestOwnedDeploymentIsTheDesiredDeployment(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
-	want := &appsv1.Deployment{}
-	if err := owned.ToObject(desired.DeploymentFor(foo), want); err != nil {
-		t.Fatal(err)
-	}
+	want := desired.NewDeployment(foo)
+	want.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 	got := testfixtures.OwnedDeployment(t, foo)
 	want.UID, want.ResourceVersion, want.Generation, want.Status = got.UID, "1", 1, got.Status
 	if !equality.Semantic.DeepEqual(got, want) {
@@ -47,7 +44,7 @@ func TestWithSyncedStatusIsTheDesiredStatus(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 3)
 	d := testfixtures.OwnedDeployment(t, foo)
 	got := testfixtures.WithSyncedStatus(t, foo.DeepCopy(), d).Status
-	cached := desired.Deployments.Compact(d)
+	cached := desired.CacheDeployment(d)
 	foo.Status = got // the condition keeps its transition time when unchanged
 	if want := desired.StatusFor(foo, cached, desired.ReadyCondition(foo, cached)); !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("WithSyncedStatus differs from the desired status:\n%s", diff.Diff(want, got))

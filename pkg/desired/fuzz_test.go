@@ -91,7 +91,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 			t.Errorf("Foo %s/%s (name %d characters), spec %q replicas %s: %s",
 				foo.Namespace, foo.Name, len(foo.Name), foo.Spec.Deployment.Name, describeInt32(foo.Spec.Replicas), problem)
 		}
-		if drift, err := Deployments.Drift(want, Deployments.Compact(created)); err != nil || len(drift) > 0 {
+		if drift, err := DeploymentDrift(want, CacheDeployment(created)); err != nil || len(drift) > 0 {
 			t.Errorf("a freshly created Deployment drifts from the desired one in %v (error %v)", drift, err)
 		}
 	})

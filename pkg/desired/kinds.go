@@ -20,60 +20,54 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
-	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/generated/ownedschema"
 	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
-// Registrations are the kinds a Foo owns, each registered once with the
-// object a Foo asks for: the controller watches and caches each of them,
-// and takes each through the same steps of its sync (syncOwned in the
-// repository root, over pkg/owned). Owning another kind is its
-// Registration (a pure function from the Foo to its apply configuration,
-// and what the cache keeps of it: Deployments, in deployment.go), its schema
-// (a -kind in hack/update-codegen.sh) and its RBAC rule
+// OwnedKind is a kind a Foo owns, as the tools that generate and check
+// what owning it takes read it: hack/owned-policy (its admission policy),
+// hack/owned-schema (its part of the apply schema), test/names (its RBAC
+// rule) and the end-to-end audit (its writes). The controller itself names
+// each kind in its own code: the Deployment's sync is syncDeployment, in the
+// repository root.
+type OwnedKind struct {
+	// Kind is the kind, as messages name it ("Deployment").
+	Kind string
+	// Resource is the kind's group and resource, as RBAC rules, audit
+	// policies and NotFound errors name it.
+	Resource schema.GroupResource
+	// SchemaType is the kind's type in the apply schema (its -kind in
+	// hack/update-codegen.sh).
+	SchemaType string
+	// For is the object a Foo asks for, as its apply configuration: it names
+	// exactly the fields the controller owns.
+	For func(*samplev1beta1.Foo) any
+}
+
+// OwnedKinds are the kinds a Foo owns. Owning another kind is its entry
+// here, its pure function of the Foo, its sync beside syncDeployment with its
+// informer, its schema (a -kind in hack/update-codegen.sh) and its RBAC rule
 // (artifacts/deploy/clusterrole.yaml, which test/names holds to this list).
-// The Deployment is the one whose status the Foo's reports.
-var Registrations = []owned.Registered[*samplev1beta1.Foo]{
-	Deployments,
+var OwnedKinds = []OwnedKind{deploymentKind}
+
+// DeploymentsResource is the Deployment's group and resource.
+var DeploymentsResource = appsv1.Resource("deployments")
+
+var deploymentKind = OwnedKind{
+	Kind: "Deployment", Resource: DeploymentsResource, SchemaType: "io.k8s.api.apps.v1.Deployment",
+	For: func(foo *samplev1beta1.Foo) any { return DeploymentFor(foo) },
 }
 
-// OwnedInformer is a kind a Foo owns and the controller's informer of it.
-type OwnedInformer struct {
-	Registered owned.Registered[*samplev1beta1.Foo]
-	Informer   cache.SharedIndexInformer
-}
-
-// NewOwnedInformers returns the controller's informer of each of
-// registrations (in production, Registrations), in order: the objects of
-// that kind the controller manages (labelled LabelManagedBy) in namespace
-// ("" for all), each cached as its owned.Object and indexed by the Foo that
-// controls it; narrow, if not nil, narrows them to one shard (pkg/replicas).
-func NewOwnedInformers(
-	registrations []owned.Registered[*samplev1beta1.Foo], clientset kubernetes.Interface, namespace string,
-	resyncPeriod time.Duration, narrow func(*cache.ListWatch) *cache.ListWatch,
-) ([]OwnedInformer, error) {
-	managedBy := labels.Set{samplecontroller.LabelManagedBy: samplecontroller.ControllerName}
-	informers := make([]OwnedInformer, 0, len(registrations))
-	for _, registered := range registrations {
-		informer, err := registered.NewInformer(clientset, namespace, managedBy, samplecontroller.ControllerName,
-			samplecontroller.FooGroupKind, resyncPeriod, narrow)
-		if err != nil {
-			return nil, err
-		}
-		informers = append(informers, OwnedInformer{Registered: registered, Informer: informer})
-	}
-	return informers, nil
-}
+// deploymentFields are the fields of a Deployment the Foo owns: those
+// DeploymentFor sets, found once.
+var deploymentFields = fieldsOf(deploymentKind)
 
 // ownedSchema is the server-side apply schema of the kinds a Foo owns
 // (ownedschema.YAML, which hack/owned-schema cuts out of client-go's schema
@@ -86,35 +80,39 @@ var ownedSchema = sync.OnceValues(func() (*typed.Parser, error) {
 	return typed.NewParser(typed.YAMLObject(ownedschema.YAML))
 })
 
-// fieldsOf returns the fields of kind that asks (the Registration's For)
-// sets, found once: kind's type in ownedSchema is typeName (its -kind in
-// hack/update-codegen.sh).
-func fieldsOf[AC any](kind, typeName string, asks func(*samplev1beta1.Foo) AC) func() (*owned.Fields, error) {
+// fieldsOf returns the fields of kind that its For sets, found once.
+//
+// Found by probing, and kept so: two probe Foos whose specs have every field
+// set, to different values, show every field For can set, and which follow
+// the Foo (owned.NewFields). A field DeploymentFor starts to set is then
+// cached, compared and confined by the admission policy with no other edit,
+// and the cache keeps its values as one string, cheaper than the typed
+// fields (docs/performance.md).
+func fieldsOf(kind OwnedKind) func() (*owned.Fields, error) {
 	return sync.OnceValues(func() (*owned.Fields, error) {
 		parser, err := ownedSchema()
 		if err != nil {
 			return nil, fmt.Errorf("the schema of the kinds a Foo owns: %w", err)
 		}
-		t := parser.Type(typeName)
+		t := parser.Type(kind.SchemaType)
 		if !t.IsValid() {
-			return nil, fmt.Errorf("no schema for %s: no type %s (a -kind in hack/update-codegen.sh)", kind, typeName)
+			return nil, fmt.Errorf("no schema for %s: no type %s (a -kind in hack/update-codegen.sh)",
+				kind.Kind, kind.SchemaType)
 		}
-		return probedFields(kind, t, asks)
+		return probedFields(kind.Kind, t, kind.For)
 	})
 }
 
-// probedFields finds the fields of kind, whose type is t, that asks sets
+// probedFields finds the fields of kind, whose type is t, that kindFor sets
 // for two probe Foos whose specs have every field set, to different values
 // (owned.NewFields).
-func probedFields[AC any](
-	kind string, t typed.ParseableType, asks func(*samplev1beta1.Foo) AC,
-) (*owned.Fields, error) {
+func probedFields(kind string, t typed.ParseableType, kindFor func(*samplev1beta1.Foo) any) (*owned.Fields, error) {
 	var probes [2]interface{}
 	for i := range probes {
 		probe := &samplev1beta1.Foo{}
 		probe.Name, probe.Namespace, probe.UID = fmt.Sprint("probe-", i), "probe", types.UID(fmt.Sprint("probe-", i))
 		owned.EveryFieldSet(reflect.ValueOf(&probe.Spec).Elem(), i+1)
-		probes[i] = asks(probe)
+		probes[i] = kindFor(probe)
 	}
 	return owned.NewFields(kind, t, probes)
 }

@@ -64,9 +64,9 @@ func generatedDeploymentType(tb testing.TB) typed.ParseableType {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	t := parser.Type(deploymentTypeName)
+	t := parser.Type(deploymentKind.SchemaType)
 	if !t.IsValid() {
-		tb.Fatalf("the generated schema has no type %s", deploymentTypeName)
+		tb.Fatalf("the generated schema has no type %s", deploymentKind.SchemaType)
 	}
 	return t
 }
@@ -176,7 +176,7 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 	var fields [2]*owned.Fields
 	for i, s := range []typed.ParseableType{full, subset} {
 		var err error
-		if fields[i], err = probedFields("Deployment", s, DeploymentFor); err != nil {
+		if fields[i], err = probedFields("Deployment", s, deploymentKind.For); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,7 +197,8 @@ func TestSubsetSchemaFindsTheOwnedFieldsAndDriftAsClientGoDoes(t *testing.T) {
 		}(), "", `.metadata.labels.app,.spec.replicas,.spec.template.spec.containers[name="nginx"].image`},
 		"every field set": {everyFieldSetDeployment(), "", `.metadata.labels.app,.metadata.labels.app.kubernetes.io/managed-by,` +
 			`.metadata.labels.controller,.spec.replicas,.spec.selector,.spec.template.metadata.labels.app,` +
-			`.spec.template.metadata.labels.controller,.spec.template.spec.containers[name="nginx"]`},
+			`.spec.template.metadata.labels.controller,.spec.template.spec.automountServiceAccountToken,` +
+			`.spec.template.spec.containers[name="nginx"]`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var owned, drift [2]string
@@ -282,8 +283,8 @@ func BenchmarkDeploymentSchemaParse(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if !parser.Type(deploymentTypeName).IsValid() {
-					b.Fatalf("no type %s", deploymentTypeName)
+				if !parser.Type(deploymentKind.SchemaType).IsValid() {
+					b.Fatalf("no type %s", deploymentKind.SchemaType)
 				}
 			}
 			b.ReportMetric(float64(len(bc.text)), "yaml-bytes")

@@ -21,8 +21,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/owned"
@@ -48,15 +46,6 @@ func InvalidSpecProblem(errs field.ErrorList) *Problem {
 	}
 }
 
-// NewWriter returns what every write of an object a Foo owns carries: the
-// controller's field manager, a Synced event on the Foo recorded by
-// recorder, and RefusedProblem for a refused write.
-func NewWriter(clientset kubernetes.Interface, recorder record.EventRecorder) *owned.Writer {
-	return &owned.Writer{Clientset: clientset, FieldManager: samplecontroller.ControllerName,
-		Recorder: recorder, SyncedReason: samplecontroller.ReasonSynced,
-		Refused: func(action, kind, name string, err error) error { return RefusedProblem(action, kind, name, err) }}
-}
-
 // RefusedProblem is a write (action: "create", "update" or "delete") of an
 // object the Foo owns, of any kind, that the API server refused for a reason
 // its user must address (owned.IsRefused): a quota exceeded, an admission
@@ -75,6 +64,17 @@ func RefusedProblem(action, kind, name string, err error) *Problem {
 		Message: fmt.Sprintf("Cannot %s %s %s: %v", action, kind, name, err),
 		Retry:   true,
 	}
+}
+
+// Refused is err, the error of a write (action: "create", "update" or
+// "delete") of an object the Foo owns: its RefusedProblem when the API
+// server refused it for a reason the Foo's user must address
+// (owned.IsRefused), err itself otherwise.
+func Refused(action, kind, name string, err error) error {
+	if owned.IsRefused(err) {
+		return RefusedProblem(action, kind, name, err)
+	}
+	return err
 }
 
 // NameTakenProblem is an object the Foo asks for that exists and is not

@@ -59,7 +59,7 @@ func TestReadyCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := testfixtures.OwnedDeployment(t, foo)
 			tc.mutate(d)
-			got := ReadyCondition(foo, Deployments.Compact(d))
+			got := ReadyCondition(foo, CacheDeployment(d))
 			if got.Type != samplecontroller.ConditionReady || got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.msg {
 				t.Errorf("got %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.msg)
 			}
@@ -92,7 +92,7 @@ func TestEqualIgnoringTransitionTimes(t *testing.T) {
 // new one. The Foo passed in is not modified.
 func TestNewFooStatusKeepsTransitionTime(t *testing.T) {
 	foo := testfixtures.NewFoo("test", 1)
-	d := Deployments.Compact(testfixtures.OwnedDeployment(t, foo))
+	d := CacheDeployment(testfixtures.OwnedDeployment(t, foo))
 	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	foo.Status.Conditions = []metav1.Condition{{Type: samplecontroller.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: samplecontroller.ReasonAvailable, LastTransitionTime: long}}

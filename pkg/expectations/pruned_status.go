@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-samples/sample-controller/pkg/apicheck"
@@ -76,6 +77,39 @@ func (p *PrunedStatuses) Forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.byUID, uid)
+}
+
+// StatusToWrite reports whether status must be written on foo, the Foo as
+// the cache holds it: not when foo has it already, or when it is the status
+// last pruned (PrunedStatuses). ErrCacheBehindOwnWrite: foo is the version the
+// last status write replaced, and status was computed from it; the write would
+// be refused 409, and the write's echo queues the Foo again.
+func (f *Foos) StatusToWrite(foo *samplev1beta1.Foo, status samplev1beta1.FooStatus) (bool, error) {
+	if equality.Semantic.DeepEqual(foo.Status, status) || f.PrunedStatus.SameAsPruned(foo.UID, status) {
+		return false, nil
+	}
+	if f.StatusWrites.CacheIsBehind(foo) {
+		return false, ErrCacheBehindOwnWrite
+	}
+	return true, nil
+}
+
+// WroteStatus records the status written on foo, stored as updated: the cache
+// is behind until it shows updated (ReplacedVersions.Wrote). It returns the
+// status fields the API server pruned, when that is news to report: the first
+// time for this Foo and this status (PrunedStatuses.Remember); nil otherwise.
+func (f *Foos) WroteStatus(foo *samplev1beta1.Foo, status samplev1beta1.FooStatus,
+	updated *samplev1beta1.Foo) []string {
+	f.StatusWrites.Wrote(foo, updated)
+	pruned := desired.PrunedStatusFields(status, updated.Status)
+	if len(pruned) == 0 {
+		f.PrunedStatus.Forget(foo.UID)
+		return nil
+	}
+	if !f.PrunedStatus.Remember(foo.UID, status) {
+		return nil
+	}
+	return pruned
 }
 
 // PrunedStatusMessage is the Warning event that tells a user the API server

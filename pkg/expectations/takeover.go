@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
@@ -56,7 +57,16 @@ type FooClient interface {
 // that was cached before that list began is certainly gone if the list does
 // not have it, and certainly outdated if the list has another version of it.
 // A Foo cached only after the list began is left alone: it may be newer.
-func (f *Foos) RememberChangedWhileStandby(ctx context.Context, cached cache.Store, foos FooClient) error {
+//
+// A failed list is not fatal, and is logged: a Foo deleted meanwhile costs one create, one changed meanwhile a write
+// undone when the watch catches up.
+func (f *Foos) RememberChangedWhileStandby(ctx context.Context, cached cache.Store, foos FooClient) {
+	if err := f.rememberChangedWhileStandby(ctx, cached, foos); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Could not check the Foo cache against the API server")
+	}
+}
+
+func (f *Foos) rememberChangedWhileStandby(ctx context.Context, cached cache.Store, foos FooClient) error {
 	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return foos.List(ctx, opts)
 	}

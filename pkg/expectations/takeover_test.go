@@ -68,7 +68,7 @@ func TestStandbyTakingOverRemembersFoosDeletedOrChangedWhileItsCacheLagged(t *te
 	})
 
 	var known Foos
-	if err := known.RememberChangedWhileStandby(ctx, indexer, client.SamplecontrollerV1beta1().Foos("")); err != nil {
+	if err := known.rememberChangedWhileStandby(ctx, indexer, client.SamplecontrollerV1beta1().Foos("")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -169,6 +169,15 @@ func indexByDeploymentName(obj interface{}) ([]string, error) {
 	return []string{foo.Namespace + "/" + foo.Spec.Deployment.Name}, nil
 }
 
+// SetUp sets what informer, a Foo informer not yet started, caches of each
+// Foo (Transform) and the index AskingFor reads (Indexers).
+func SetUp(informer cache.SharedIndexInformer) error {
+	if err := informer.SetTransform(Transform); err != nil {
+		return err
+	}
+	return informer.AddIndexers(Indexers())
+}
+
 // AskingFor returns the Foos in indexer, the Foo cache, that ask for the
 // Deployment name of object, whatever its kind (ByDeploymentName).
 func AskingFor(indexer cache.Indexer, object metav1.Object) ([]interface{}, error) {

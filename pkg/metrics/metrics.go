@@ -117,7 +117,10 @@ var (
 			"last read it, and so does not trust, by ca: signing (ca.crt: the replica keeps the CAs it had and writes " +
 			"nothing) or endorsed (in trusted.crt, left out of the CRD's caBundle); and by reason: key (not ECDSA " +
 			"P-256), subject, issuer (not self-signed), not_yet_valid (starts in the future), lifetime (valid longer " +
-			"than -webhook-ca-validity). Anything but 0: someone other than the controller wrote the Secret.",
+			"than -webhook-ca-validity, and than the 10 years of an earlier release's CA where it could be one: " +
+			"endorsed, or signing with no ca.sig), and for the signing CA unendorsed (no CA the replica trusts " +
+			"endorsed it in ca.sig, as the replica that makes a CA does). Anything but 0: someone other than the " +
+			"controller wrote the Secret.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"ca", reasonLabel})
 
@@ -294,5 +297,39 @@ func (c *ownedCachedCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 func (c *ownedCachedCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for resource, n := range c.count() {
 		ch <- metrics.NewLazyConstMetric(ownedCachedDesc, metrics.GaugeValue, float64(n), resource)
+	}
+}
+
+// Caches is what a controller's caches tell the metrics (the repository root's Controller is one): the Foos of a
+// selector it holds, and how many objects of each kind a Foo owns it holds, by resource.
+type Caches interface {
+	CachedFoos(selector labels.Selector) ([]*samplev1beta1.Foo, error)
+	OwnedCached() map[string]int
+}
+
+// NewCachesCollectors returns the collectors of samplecontroller_foos and samplecontroller_owned_cached, each
+// summing, at each scrape, what the controllers hold: one per shard a replica holds, sharded.
+func NewCachesCollectors[C Caches](controllers func() []C) []metrics.StableCollector {
+	return []metrics.StableCollector{
+		NewFooReadinessCollector(func(selector labels.Selector) ([]*samplev1beta1.Foo, error) {
+			var foos []*samplev1beta1.Foo
+			for _, c := range controllers() {
+				cached, err := c.CachedFoos(selector)
+				if err != nil {
+					return nil, err
+				}
+				foos = append(foos, cached...)
+			}
+			return foos, nil
+		}),
+		NewOwnedCachedCollector(func() map[string]int {
+			counts := map[string]int{}
+			for _, c := range controllers() {
+				for resource, n := range c.OwnedCached() {
+					counts[resource] += n
+				}
+			}
+			return counts
+		}),
 	}
 }

@@ -22,11 +22,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // adds -logging-format=json
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -125,7 +127,10 @@ func AddFlags(fs *flag.FlagSet) *Options {
 			"created by the first replica that finds none. The CRD's caBundle is kept to it.")
 	fs.DurationVar(&w.CAValidity, "webhook-ca-validity", certauthority.DefaultCAValidity,
 		"Lifetime of a new webhook CA. After two thirds of it a replica makes the next CA; "+
-			"the CRD trusts both until the old one expires, so no call fails while replicas move over.")
+			"the CRD trusts both until the old one expires, so no call fails while replicas move over. "+
+			"Also the longest a CA in the Secret may live and be trusted. "+
+			"The default, a year, is cert-manager's for its own webhook's CA: rotated every eight months "+
+			"by the replicas, it bounds how long a leaked CA key is trusted.")
 	fs.DurationVar(&w.CertValidity, "webhook-cert-validity", certauthority.DefaultLeafValidity,
 		"Lifetime of a replica's webhook serving certificate, signed in memory and renewed after two thirds "+
 			"(never beyond its CA's).")
@@ -138,7 +143,7 @@ func AddFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&le.Name, "leader-elect-id", samplecontroller.ControllerName, "Name of the leader election Lease.")
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"How long standbys wait after the last renewal before they take over a Lease the leader did not release. "+
-			"More than the renew deadline.")
+			"More than the renew deadline, at most "+MaxLeaseDuration.String()+".")
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader keeps trying to renew its Lease before it gives up leadership and exits. "+
 			"Less than the lease duration, more than 1.2 times the retry period.")
@@ -156,6 +161,23 @@ func AddFlags(fs *flag.FlagSet) *Options {
 		}
 	})
 	logsapi.AddGoFlags(o.Logging, fs)
+	return o
+}
+
+// Parse parses the command line into the controller's options, and applies
+// the logging flags. A flag whose value cannot work ends the program here,
+// naming what to fix.
+func Parse() *Options {
+	o := AddFlags(flag.CommandLine)
+	flag.Parse()
+	err := o.Validate()
+	if err == nil {
+		err = logsapi.ValidateAndApply(o.Logging, nil)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
 	return o
 }
 
@@ -188,8 +210,8 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
-	if o.Shards < 1 || o.Shards > maxShards {
-		errs = append(errs, fmt.Errorf("-shards is %d: it must be from 1 to %d", o.Shards, maxShards))
+	if o.Shards < 1 || o.Shards > MaxShards {
+		errs = append(errs, fmt.Errorf("-shards is %d: it must be from 1 to %d", o.Shards, MaxShards))
 	}
 	if o.Shards > 1 && !o.LeaderElection.Enabled {
 		errs = append(errs, fmt.Errorf("-shards is %d with -leader-elect=false: the replicas agree on who holds "+
@@ -199,9 +221,20 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// maxShards bounds -shards: each shard held is a Lease renewed every retry
-// period, and lists and watches of its own.
-const maxShards = 256
+// MaxShards bounds -shards: each shard held is a Lease renewed every retry
+// period, and lists and watches of its own. The own-leases admission policy
+// admits the shard Leases of counts up to it alone, and the Lease quota of
+// artifacts/deploy is sized from it.
+const MaxShards = 256
+
+// MaxLeaseDuration bounds -leader-elect-lease-duration, and the own-leases
+// admission policy bounds to it the duration any Lease the controller's
+// ServiceAccount writes may claim, so that a stolen token cannot write one
+// that claims 68 years. Above anything a standby should wait for a leader
+// that stopped (the defaults: 15s), with room for a leader that rides
+// through minutes of an API server's outage (TestControllerSurvivesFaults:
+// 5m10s).
+const MaxLeaseDuration = 10 * time.Minute
 
 // minResyncPeriod is the shortest resync client-go's shared informers make
 // (k8s.io/client-go/tools/cache's minimumResyncPeriod, unexported): a
@@ -243,6 +276,10 @@ func (o *Options) validatePeriods() []error {
 	}
 	if !positive {
 		return errs
+	}
+	if le.LeaseDuration > MaxLeaseDuration {
+		errs = append(errs, fmt.Errorf("-leader-elect-lease-duration is %v: it must be at most %v, the longest "+
+			"the own-leases admission policy lets the controller's Leases claim", le.LeaseDuration, MaxLeaseDuration))
 	}
 	if le.RenewDeadline >= le.LeaseDuration {
 		errs = append(errs, fmt.Errorf("-leader-elect-renew-deadline is %v: it must be less than "+

@@ -44,7 +44,7 @@ func TestFlags(t *testing.T) {
 		t.Errorf("leader election defaults: %+v", le)
 	}
 	if o.Webhook != (WebhookOptions{BindAddress: ":9443", Namespace: "default", CASecretName: "sample-controller-webhook-ca",
-		CAValidity: 10 * 365 * 24 * time.Hour, CertValidity: 90 * 24 * time.Hour}) {
+		CAValidity: 365 * 24 * time.Hour, CertValidity: 90 * 24 * time.Hour}) {
 		t.Errorf("webhook defaults: %+v", o.Webhook)
 	}
 	if err := fs.Parse([]string{"-namespace=team-a", "-workers=3", "-resync-period=1m", "-kube-api-qps=50",
@@ -114,6 +114,13 @@ func TestValidateNamesEachFlagThatCannotWork(t *testing.T) {
 				"so that a leader that cannot renew gives up before a standby takes over",
 			"-leader-elect-retry-period is 3s: it must be less than -leader-elect-renew-deadline (3s) divided by " +
 				"1.2 (client-go's jitter factor), so that the leader tries to renew more than once before it gives up"}},
+		// The longest the own-leases policy admits, and a second more.
+		{args: []string{"-leader-elect-lease-duration=10m"}},
+		{args: []string{"-leader-elect-lease-duration=10m1s"}, want: []string{
+			"-leader-elect-lease-duration is 10m1s: it must be at most 10m0s, the longest the own-leases " +
+				"admission policy lets the controller's Leases claim"}},
+		{args: []string{"-shards=256"}},
+		{args: []string{"-shards=257"}, want: []string{"-shards is 257: it must be from 1 to 256"}},
 		// Without leader election its durations are not used.
 		{args: []string{"-leader-elect=false", "-leader-elect-lease-duration=0s", "-leader-elect-retry-period=1h"}},
 	} {

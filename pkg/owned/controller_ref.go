@@ -17,8 +17,11 @@ limitations under the License.
 package owned
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -70,4 +73,18 @@ func Indexers(gk schema.GroupKind) cache.Indexers {
 		}
 		return []string{string(ref.UID)}, nil
 	}}
+}
+
+// ObjectOf returns obj, an informer's object, or the last state a tombstone
+// (cache.DeletedFinalStateUnknown: a delete the watch missed) holds, as a
+// metav1.Object; false, with the error handled, for anything else.
+func ObjectOf(obj interface{}) (metav1.Object, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	object, ok := obj.(metav1.Object)
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("error decoding object, invalid type %T", obj))
+	}
+	return object, ok
 }

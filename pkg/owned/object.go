@@ -14,180 +14,119 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package owned is the machinery that caches, compares and writes the
-// objects a Foo owns, for any kind: what an informer's cache keeps of each
-// object (Object), which of its fields are the controller's and how they
-// drifted (Fields), which owner controls it (ControllerRef), the informer
-// that watches the objects the controller manages (NewInformer), and the
-// steps of their sync that write (Create, Repair, DeleteStale). A kind is
-// registered once (Registration), with the function of the object an owner
-// asks for, and everything here works for it; nothing here names a kind or
-// the Foo's type.
+// Package owned is what every kind a Foo owns shares, and nothing else: the
+// relationship (which owner controls an object: ControllerRef, the
+// controller-UID index, the informer of the objects the controller manages),
+// what the cache keeps of any object's metadata (CompactMeta), which of its
+// fields are the controller's and how they drifted (Fields), and the small
+// rules every write follows (IsRefused, HandToApply). kube-controller-manager's
+// pkg/controller keeps generic the same part (ControllerRefManager); each
+// kind is written with its typed client by its own code: the Deployment's,
+// upstream's steps, in the repository root's writes.go. Nothing here names a
+// kind or the Foo's type.
 package owned
 
 import (
-	"encoding/json"
-	"reflect"
+	"context"
+	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 )
 
-// What the cache keeps of an owned object.
-//
-// The cache holds every object the controller manages for as long as it
-// runs, so its memory grows with the number of Foos. Most of a served object
-// is never read: managedFields, annotations (kubectl's
-// last-applied-configuration alone repeats the whole object), the spec
-// beyond the fields the controller sets, the reasons, messages and
-// timestamps of its conditions. An Object is what is read, and nothing
-// else: code cannot read what the cache lacks, it does not compile. Of the
-// spec and labels it keeps the values at the fields the registration's For
-// sets, whatever they are (Fields): a field For starts to set is cached with
-// no edit here; of the status, what the registration's ReadStatus reads.
-// Objects the controller gets from the API directly (the result of a create
-// or an apply, a GET) are complete; they are read through the same
-// Registration.Compact, so the controller judges every object by the same
-// few fields.
-//
-// It is rebuilt from an allow-list of the object's fields, so whatever a
-// newer API version adds is dropped by default, and an Object passes through
-// the transform unchanged, as client-go requires of a transform that may see
-// an object twice (the initial sync of a watch-list stream passes every
-// object through it once into a temporary store and again when that store's
-// whole content replaces the informer's).
-//
-// A served object is not trimmed in place: a Deployment's Go type is large
-// whatever it holds (the pod template is inline), and its label maps cost
-// far more than the few labels they hold; an Object shares none of it
-// (docs/performance.md has the bytes each way).
-
-// Object is what the cache holds of an owned object: the metadata the
-// controller reads, the values at the fields it owns, and S, what it reads
-// of the status.
-type Object[S any] struct {
-	// ObjectMeta keeps the name and namespace (the cache key, deletes, log
-	// lines and event messages), the uid (the precondition of deleting a
-	// stale object), the resourceVersion (the precondition of a repair; an
-	// update handler tells a resync from a change by it), the generation
-	// (has the kind's own controller seen the latest spec?) and the
-	// controller reference alone among the owner references (which owner
-	// controls it: the event handlers, the controller-UID index,
-	// ControlledBy). Its Labels stay empty: Values has what is read of them.
-	// Embedding it makes an Object a metav1.Object, which the informer's
-	// keys and tombstones need.
-	metav1.ObjectMeta
-
-	// Values holds, as JSON, the object's values at the fields the
-	// controller owns (Fields.Values), and only those: another team's
-	// labels, containers and defaults are not kept. Registration.Drift compares
-	// the wanted values with them. Empty only when they could not be encoded,
-	// which Drift reports.
-	Values string
-
-	// Status is what the controller reads of the object's status. S holds
-	// values only (no pointer, slice or map): a copy of an Object is a deep
-	// copy.
-	Status S
-
-	// ManagedByUpdate: the object's managedFields record fields under the
-	// controller's field manager as an update, not an apply, as a plain
-	// create records what it set (and an older release of the controller,
-	// or a hand-made object it adopted, may have left). A forced apply gives
-	// up only what its manager's apply owned: the repair hands the fields
-	// over first (Registration.handToApply).
-	ManagedByUpdate bool
-}
-
-// An Object is a runtime.Object, as client-go expects of what an informer
-// caches: its cache mutation detector (KUBE_CACHE_MUTATION_DETECTOR) copies
-// each cached object to check that nobody modifies it, and its watch-list
-// consistency check (KUBE_WATCHLIST_INCONSISTENCY_DETECTOR) compares the
-// cache with a list. It has no kind of its own: it is never sent to or
-// decoded from the API server.
-
-// GetObjectKind implements runtime.Object.
-func (o *Object[S]) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-
-// DeepCopyObject implements runtime.Object.
-func (o *Object[S]) DeepCopyObject() runtime.Object { return o.DeepCopy() }
-
-// DeepCopy returns a copy of o that shares nothing with it but strings.
-func (o *Object[S]) DeepCopy() *Object[S] {
-	if o == nil {
-		return nil
-	}
-	out := *o // Values is a string and Status holds values only
-	o.DeepCopyInto(&out.ObjectMeta)
-	return &out
-}
-
-// Compact returns what the cache keeps of obj, its Object. obj is not modified, and the
-// result shares none of its structs, maps or slices (only strings, which
-// the decoders allocate one by one), so obj can be collected at once.
-func (r *Registration[O, T, L, AC, S]) Compact(obj T) *Object[S] {
-	meta := any(obj).(metav1.Object)
-	// An error leaves Values empty, and Drift reports it where it can be
-	// returned: the sync of the Foo.
-	var values string
-	if fields, err := r.Fields(); err == nil {
-		values, _ = fields.Values(obj)
-	}
-	return &Object[S]{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            meta.GetName(),
-			Namespace:       intern(meta.GetNamespace()),
-			UID:             meta.GetUID(),
-			ResourceVersion: meta.GetResourceVersion(),
-			Generation:      meta.GetGeneration(),
-			OwnerReferences: controllerReferenceOnly(meta.GetOwnerReferences()),
-		},
-		Values: values,
-		Status: r.ReadStatus(obj),
+// CompactMeta is what the cache keeps of an owned object's metadata: the
+// name and namespace (the cache key, deletes, log lines and event messages),
+// the uid (the precondition of deleting a stale object), the resourceVersion
+// (the precondition of a repair; an update handler tells a resync from a
+// change by it), the generation (has the kind's own controller seen the
+// latest spec?) and the controller reference alone among the owner
+// references (which owner controls it: the event handlers, the
+// controller-UID index, metav1.IsControlledBy). Labels stay empty: the
+// cached object's Values have what is read of them. It shares none of obj's
+// maps or slices, so obj can be collected at once.
+func CompactMeta(obj metav1.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            obj.GetName(),
+		Namespace:       intern(obj.GetNamespace()),
+		UID:             obj.GetUID(),
+		ResourceVersion: obj.GetResourceVersion(),
+		Generation:      obj.GetGeneration(),
+		OwnerReferences: controllerReferenceOnly(obj.GetOwnerReferences()),
 	}
 }
 
-// CompactFor is Compact for a controller whose field manager is manager: it
-// also records whether manager's fields are still an update's
-// (ManagedByUpdate).
-func (r *Registration[O, T, L, AC, S]) CompactFor(obj T, manager string) *Object[S] {
-	cached := r.Compact(obj)
-	for _, entry := range any(obj).(metav1.Object).GetManagedFields() {
+// ManagedByUpdate reports whether obj's managedFields record fields under
+// manager as an update, not an apply, as a plain create records what it set
+// (and an older release of the controller, or a hand-made object it
+// adopted, may have left). A forced apply gives up only what its manager's
+// apply owned: a field the create set stays the update's, and an apply that
+// no longer sets it does not remove it (a port moved from 8080 to 9090 would
+// be served twice, and refused). Such fields are handed to the apply first
+// (HandToApply).
+func ManagedByUpdate(obj metav1.Object, manager string) bool {
+	for _, entry := range obj.GetManagedFields() {
 		if entry.Manager == manager && entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" {
-			cached.ManagedByUpdate = true
+			return true
 		}
 	}
-	return cached
+	return false
 }
 
-// TransformFor is the transform of the kind's informer for a controller
-// whose field manager is manager: it turns a T into its Object (CompactFor);
-// anything else, an Object or a cache.DeletedFinalStateUnknown tombstone
-// (whose object was turned when it entered the cache) among them, passes
-// through unchanged.
-func (r *Registration[O, T, L, AC, S]) TransformFor(manager string) cache.TransformFunc {
-	return func(obj interface{}) (interface{}, error) {
-		if o, ok := obj.(T); ok {
-			if v := reflect.ValueOf(o); v.Kind() != reflect.Pointer || !v.IsNil() {
-				return r.CompactFor(o, manager), nil
-			}
-		}
-		return obj, nil
-	}
+// GetPatcher reads and patches objects of one kind in one namespace: a
+// typed client of client-go, such as AppsV1().Deployments(namespace).
+type GetPatcher[T runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (T, error)
 }
 
-// Drift lists the fields the controller owns that differ in actual from
-// want, an apply configuration of T (Fields.Drift).
-func (r *Registration[O, T, L, AC, S]) Drift(want interface{}, actual *Object[S]) ([]string, error) {
-	fields, err := r.Fields()
+// HandToApply makes the fields the object name records under manager as an
+// update (ManagedByUpdate) its apply's, as for a client moving from
+// client-side to server-side apply (client-go's csaupgrade), and returns the
+// object as it then is. The cache does not keep managedFields, so they are
+// read from the API server; cachedVersion is the resourceVersion the repair
+// was computed from: an object changed since is a conflict of resource, and
+// the owner is synced again once the cache has the change. The patch
+// replaces managedFields and tests the resourceVersion read: it is
+// conditional on the object read.
+func HandToApply[T runtime.Object](ctx context.Context, client GetPatcher[T], resource schema.GroupResource,
+	name, cachedVersion, manager string,
+) (T, error) {
+	served, err := client.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, err
+		return served, err
 	}
-	return fields.Drift(want, actual.Namespace+"/"+actual.Name, actual.Values)
+	accessor, err := apimeta.Accessor(served)
+	if err != nil {
+		return served, err
+	}
+	if version := accessor.GetResourceVersion(); version != cachedVersion {
+		return served, apierrors.NewConflict(resource, name,
+			fmt.Errorf("the cache holds version %s, the API server %s", cachedVersion, version))
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(served, sets.New(manager), manager)
+	if err != nil || patch == nil {
+		return served, err // nil: handed over already
+	}
+	return client.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+}
+
+// IsRefused reports whether err is the API server refusing a write for a
+// reason its user must address: a quota exceeded, an admission webhook or
+// policy that denies it, missing permission, a namespace being deleted. The
+// ReplicaSet controller reports such refusals as FailedCreate. Any other
+// error (a timeout, throttling, a conflict) is passing, to be retried
+// without bothering the user.
+func IsRefused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 // controllerReferenceOnly returns the owner reference metav1.GetControllerOf
@@ -221,16 +160,4 @@ var interned sync.Map
 func intern(s string) string {
 	c, _ := interned.LoadOrStore(s, s)
 	return c.(string)
-}
-
-// ToObject turns ac, an apply configuration, into into, an object of
-// its kind, for a plain create. An apply configuration serializes to exactly
-// the fields it sets, so the round trip through JSON yields the same object
-// an apply would create.
-func ToObject(ac interface{}, into runtime.Object) error {
-	data, err := json.Marshal(ac)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, into)
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -59,11 +60,21 @@ import (
 // running while the whole machine is suspended, when the monotonic clock
 // does not. The larger of the two counts.
 //
-// What it cannot do: a write that passed the fence a moment before the
-// process froze is sent when it wakes. Deployment repairs carry the
-// resourceVersion they were computed from and status writes the Foo's, so the
-// API server refuses such a write if anything changed the object since; a
-// create or delete has no such guard (see docs/failure-modes.md).
+// A write that passed the fence is bounded too: it carries the time the
+// fence has left as its deadline and as the API server's timeout (Guard).
+// The client abandons it when the fence would have closed (one the process
+// had not yet sent when it froze, on waking), and the API server gives up
+// one it queues (priority and fairness) or is slow to handle as long after
+// receiving it: before another replica may hold the Lease, as long as the
+// request reached the API server within the 3 s above. What it cannot do:
+// stop a write the API server has already handed to etcd, or bound one that
+// reached the API server late (the whole machine paused with the request
+// already in its kernel's buffers), as the API server counts the timeout
+// from when it receives a request; no API offers an absolute deadline.
+// Deployment repairs carry the resourceVersion they were computed from and
+// status writes the Foo's, so the API server refuses such a write if
+// anything changed the object since; a create or delete has no such guard
+// (see docs/failure-modes.md).
 
 // ErrFenced is returned for a write attempted while the fence is closed.
 var ErrFenced = errors.New("leader election fence: this replica's Lease is not renewed recently enough to write")
@@ -130,10 +141,13 @@ func (f *Fence) remaining() time.Duration {
 // ErrFenced.
 func (f *Fence) Check() error {
 	if left := f.remaining(); left <= 0 {
-		return fmt.Errorf("%w (the window is %s)", ErrFenced, f.window)
+		return f.fenced()
 	}
 	return nil
 }
+
+// fenced is the error of a write refused.
+func (f *Fence) fenced() error { return fmt.Errorf("%w (the window is %s)", ErrFenced, f.window) }
 
 // WaitOpen returns once this replica may write, or with ctx's error once ctx
 // ends first.
@@ -177,9 +191,10 @@ func (f *Fence) closed(ctx context.Context) <-chan struct{} {
 }
 
 // Guard returns a copy of cfg whose requests other than reads are refused
-// with ErrFenced while the fence is closed. The check is made in the
-// transport, just before a request is sent, so that no write of any client
-// built from the copy (Deployments, Foo status, events) escapes it.
+// with ErrFenced while the fence is closed, and otherwise end when it would
+// close (fencedTransport). The check is made in the transport, just before
+// a request is sent, so that no write of any client built from the copy
+// (Deployments, Foo status, events) escapes it.
 func (f *Fence) Guard(cfg *rest.Config) *rest.Config {
 	guarded := rest.CopyConfig(cfg)
 	guarded.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -188,19 +203,80 @@ func (f *Fence) Guard(cfg *rest.Config) *rest.Config {
 	return guarded
 }
 
-// fencedTransport refuses writes while its fence is closed.
+// fencedTransport refuses writes while its fence is closed, and bounds each
+// write it lets through by the time the fence has left: the request's
+// context ends then, and its timeout parameter asks the API server to give
+// it up then too, counted from when the server receives it: a write delayed
+// on its way by less than the 3 s between the fence's closing and a
+// takeover (above) still ends before the takeover. A shorter timeout the
+// client set is kept.
 type fencedTransport struct {
 	fence *Fence
 	next  http.RoundTripper
 }
 
+// timeoutParameter is the query parameter the API server takes as a
+// request's deadline, a Go duration (client-go's Request.Timeout).
+const timeoutParameter = "timeout"
+
 func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isWrite(req.Method) {
-		if err := t.fence.Check(); err != nil {
-			return nil, err
-		}
+	if !isWrite(req.Method) {
+		return t.next.RoundTrip(req)
 	}
-	return t.next.RoundTrip(req)
+	// Whole milliseconds, rounded down: never past the fence's closing.
+	left := t.fence.remaining().Truncate(time.Millisecond)
+	if left <= 0 {
+		return nil, t.fence.fenced()
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), left)
+	bounded := req.Clone(ctx)
+	query := bounded.URL.Query()
+	if set, err := time.ParseDuration(query.Get(timeoutParameter)); err != nil || set <= 0 || set > left {
+		query.Set(timeoutParameter, left.String())
+		bounded.URL.RawQuery = query.Encode()
+	}
+	resp, err := t.next.RoundTrip(bounded)
+	if err != nil {
+		err = t.givenUp(ctx, req.Context(), err) // before cancel, which would end ctx too
+		cancel()
+		return nil, err
+	}
+	resp.Body = &fencedBody{ReadCloser: resp.Body, cancel: cancel,
+		givenUp: func(err error) error { return t.givenUp(ctx, req.Context(), err) }}
+	return resp, nil
+}
+
+// givenUp is err, that of a write that passed the fence, marked ErrFenced
+// when the fence's deadline (bounded's) ended the write rather than the
+// caller's: the fence closed while the write was on its way or at the API
+// server, and the log says so rather than a bare deadline.
+func (t *fencedTransport) givenUp(bounded, caller context.Context, err error) error {
+	if !errors.Is(bounded.Err(), context.DeadlineExceeded) || caller.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w; the write in flight was given up: %w", t.fence.fenced(), err)
+}
+
+// fencedBody is a response body that ends its request's context once
+// closed: until then, that context bounds the reading of the body too, and
+// an error the fence's deadline caused is marked as such (givenUp).
+type fencedBody struct {
+	io.ReadCloser
+	cancel  context.CancelFunc
+	givenUp func(error) error
+}
+
+func (b *fencedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF { // io.EOF, returned as is by contract, ends the body
+		err = b.givenUp(err)
+	}
+	return n, err
+}
+
+func (b *fencedBody) Close() error {
+	defer b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // isWrite says whether an HTTP method changes state on the API server.

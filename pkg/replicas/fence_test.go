@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -520,6 +521,171 @@ func TestGuardedClientWritesOnlyWhileTheFenceIsOpen(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the server received\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// sentRequest is what a request leaving the fence carried: its context,
+// and the timeout parameter the API server would get.
+type sentRequest struct {
+	method  string
+	ctx     context.Context
+	timeout string
+}
+
+// recordingTransport answers every request 200 {} and records it.
+type recordingTransport struct{ sent []sentRequest }
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.sent = append(t.sent, sentRequest{method: req.Method, ctx: req.Context(), timeout: req.URL.Query().Get("timeout")})
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+}
+
+// A write that passed the fence ends when the fence would close: 12 s after
+// the renewal was sent, 4.5 s ago, leaves 7.5 s, its context's deadline
+// (on the real clock: 7.5 s after some moment of the call) and the timeout
+// the API server is asked to keep, unless the client asked for less. A
+// read is left alone, and less than a millisecond left refuses the write.
+func TestGuardedWritesEndWhenTheFenceWouldClose(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	f := fenceAt(c)
+	next := &recordingTransport{}
+	client, err := rest.HTTPClientFor(f.Guard(&rest.Config{Host: "https://apiserver.invalid", Transport: next}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.RenewedAt(c.t)
+	c.t = c.t.Add(4500 * time.Millisecond)
+	const path = "https://apiserver.invalid/apis/apps/v1/namespaces/ns/deployments/d"
+	for _, tc := range []struct {
+		method, query string
+		within        time.Duration // the caller's own deadline, 0 for none
+		wantTimeout   string
+		wantDeadline  time.Duration // after the call's start; 0: none
+	}{
+		{method: "POST", wantTimeout: "7.5s", wantDeadline: 7500 * time.Millisecond},
+		{method: "PUT", query: "?timeout=30s", wantTimeout: "7.5s", wantDeadline: 7500 * time.Millisecond},
+		{method: "PATCH", query: "?timeout=2s", wantTimeout: "2s", wantDeadline: 7500 * time.Millisecond},
+		{method: "DELETE", within: time.Second, wantTimeout: "7.5s", wantDeadline: time.Second},
+		{method: "GET", query: "?timeout=30s", wantTimeout: "30s"},
+	} {
+		before := time.Now()
+		ctx := context.Background()
+		if tc.within > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, tc.within)
+			defer cancel()
+		}
+		req, err := http.NewRequestWithContext(ctx, tc.method, path+tc.query, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		after := time.Now()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.method, err)
+		}
+		resp.Body.Close()
+		sent := next.sent[len(next.sent)-1]
+		if sent.timeout != tc.wantTimeout {
+			t.Errorf("%s%s: timeout=%q, want %q", tc.method, tc.query, sent.timeout, tc.wantTimeout)
+		}
+		deadline, ok := sent.ctx.Deadline()
+		switch {
+		case tc.wantDeadline == 0 && ok:
+			t.Errorf("%s: deadline %v after the call, want none", tc.method, deadline.Sub(before))
+		case tc.wantDeadline > 0 && (!ok || deadline.Before(before.Add(tc.wantDeadline)) || deadline.After(after.Add(tc.wantDeadline))):
+			t.Errorf("%s: deadline %v after the call (set %v), want %v", tc.method, deadline.Sub(before), ok, tc.wantDeadline)
+		case tc.wantDeadline > 0 && sent.ctx.Err() == nil:
+			t.Errorf("%s: its context still runs after the response was read", tc.method)
+		}
+	}
+
+	c.t = c.t.Add(7499*time.Millisecond + 100*time.Microsecond) // 0.9 ms left
+	req, err := http.NewRequest("POST", path, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := len(next.sent)
+	if _, err := client.Do(req); !errors.Is(err, ErrFenced) {
+		t.Errorf("POST with 0.9 ms left: %v, want ErrFenced", err)
+	}
+	if len(next.sent) != sent {
+		t.Errorf("POST with 0.9 ms left was sent")
+	}
+}
+
+// hangingTransport answers nothing until its request's context ends; with
+// body, it answers 200 at once and its body gives nothing until then.
+type hangingTransport struct{ body bool }
+
+func (t hangingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.body {
+		return &http.Response{StatusCode: http.StatusOK, Body: hangingBody{req.Context()}, Request: req}, nil
+	}
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+type hangingBody struct{ ctx context.Context }
+
+func (b hangingBody) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (hangingBody) Close() error { return nil }
+
+// A write in flight when the fence closes, 50 ms after it was sent, fails
+// as fenced, its request or its answer's body cut off then: the log says
+// why rather than a bare deadline. One whose caller gave up first (20 ms)
+// fails with the caller's deadline alone.
+func TestAWriteInFlightWhenTheFenceClosesFailsAsFenced(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		body        bool
+		within      time.Duration // the caller's own deadline, 0 for none
+		wantFenced  bool
+		wantMessage string
+	}{
+		{name: "request", wantFenced: true, wantMessage: "the write in flight was given up: context deadline exceeded"},
+		{name: "body", body: true, wantFenced: true,
+			wantMessage: "the write in flight was given up: context deadline exceeded"},
+		{name: "caller's deadline first", within: 20 * time.Millisecond, wantMessage: "context deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+			f := fenceAt(c)
+			client, err := rest.HTTPClientFor(f.Guard(&rest.Config{Host: "https://apiserver.invalid",
+				Transport: hangingTransport{body: tc.body}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.RenewedAt(c.t)
+			c.t = c.t.Add(f.window - 50*time.Millisecond)
+			ctx := context.Background()
+			if tc.within > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.within)
+				defer cancel()
+			}
+			req, err := http.NewRequestWithContext(ctx, "PUT",
+				"https://apiserver.invalid/apis/apps/v1/namespaces/ns/deployments/d", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := client.Do(req)
+			if err == nil {
+				defer resp.Body.Close()
+				_, err = io.ReadAll(resp.Body)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFenced) != tc.wantFenced ||
+				!strings.HasSuffix(err.Error(), tc.wantMessage) {
+				t.Errorf("err %v; want a deadline, fenced: %v, ending %q", err, tc.wantFenced, tc.wantMessage)
+			}
+			if tc.wantFenced && !strings.Contains(err.Error(), ErrFenced.Error()) {
+				t.Errorf("err %q does not say %q", err, ErrFenced)
+			}
+		})
 	}
 }
 

@@ -19,6 +19,8 @@ package replicas
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/metrics"
@@ -36,7 +39,9 @@ import (
 
 // Replica takes part in sharding: it renews its member Lease, and holds the
 // shard Leases Assign gives it, running a Controller for each, at each retry
-// period. It needs no coordinator: every replica reads the same Leases.
+// period. It needs no coordinator: every replica reads the same Leases. It
+// renews the shard Leases it holds apart from reading them (Run): what the
+// API server is slow to list, or refuses to, takes no shard from it.
 //
 // A shard changes hands in two ways. Released: its holder, no longer
 // assigned it, stops its Controller (the workers finish the Foo in hand),
@@ -57,30 +62,45 @@ type Replica[C Controller] struct {
 	syncs         *Syncs // the replica's -workers syncs at once, which the shards it holds share
 	now           func() time.Time
 
-	// observed is when this replica saw each Lease change, by name.
+	// observed is when this replica saw each Lease change, by name, of the
+	// Leases its last List returned: the round's alone.
 	observed map[string]observation
 
 	mu        sync.Mutex
 	held      map[int]*heldShard[C]
 	releasing map[int]bool // shards being given up: not taken again until cleared
-	done      sync.WaitGroup
+	// renewalsFinished and roundFinished are when Run's loops last finished
+	// a pass (Check); zero while Run does not loop.
+	renewalsFinished, roundFinished time.Time
+	done                            sync.WaitGroup
 }
 
 // observation is a Lease's last resourceVersion, and when this replica saw it.
 type observation struct {
 	resourceVersion string
 	at              time.Time
+	// refused: the API server refused to prune this version (pruneLeases),
+	// an admission policy or RBAC that does not admit it. Not tried again
+	// until the Lease changes: a refusal every round would load the API
+	// server and keep rest_client_requests_total{code="403"} rising.
+	refused bool
 }
 
 // heldShard is a shard whose Lease this replica holds.
 type heldShard[C Controller] struct {
 	shard      Shard
-	lease      *coordinationv1.Lease // as last written
 	fence      *Fence
 	controller C
 	stop       context.CancelFunc
 	stopped    chan struct{} // closed once the Controller returned
-	renewed    time.Time     // when the last successful renewal was sent
+
+	// mu is held through a renewal: a release or a loss waits for the one
+	// in flight, so that none reopens the fence after them, nor leaves the
+	// release an outdated resourceVersion.
+	mu      sync.Mutex
+	lease   *coordinationv1.Lease // as last written
+	renewed time.Time             // when the last successful renewal was sent
+	gone    bool                  // released or lost: renewed no more
 }
 
 // NewReplica returns the sharding of count shards for the replica of cfg
@@ -107,8 +127,26 @@ func (r *Replica[C]) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logger)
 	metrics.Shards.Set(float64(r.count))
 	logger.Info("Sharding the Foos among the replicas")
-	// client-go's elector's jitter: replicas started together spread out.
-	wait.JitterUntilWithContext(ctx, r.round, r.cfg.RetryPeriod, 1.2, true)
+	r.mu.Lock()
+	r.renewalsFinished, r.roundFinished = r.now(), r.now()
+	r.mu.Unlock()
+	// Two loops: the renewals of the shards held, from their Leases as this
+	// replica last wrote them, a retry period after each pass, as
+	// client-go's elector renews; and the round, which reads every Lease, at
+	// the retry period with the elector's jitter (replicas started together
+	// spread out). A List that is slow or refused, or a member Lease's
+	// write, holds up no renewal: a loaded API server does not take every
+	// shard from a replica at once, each dropped shard a relist that adds to
+	// the load. The renewals take no jitter: the flags allow a renew
+	// deadline of just over JitterFactor retry periods, which a jittered
+	// wait (up to 1 + JitterFactor) would outlast, dropping every shard.
+	var renewals sync.WaitGroup
+	renewals.Go(func() { wait.UntilWithContext(ctx, r.renewHeld, r.cfg.RetryPeriod) })
+	wait.JitterUntilWithContext(ctx, r.round, r.cfg.RetryPeriod, leaderelection.JitterFactor, true)
+	renewals.Wait()
+	r.mu.Lock()
+	r.renewalsFinished, r.roundFinished = time.Time{}, time.Time{} // leaving: no pass is due
+	r.mu.Unlock()
 
 	// The leave is announced before the releases: with the member Lease
 	// gone, the other replicas assign this one's shards among themselves at
@@ -135,15 +173,43 @@ func (r *Replica[C]) Run(ctx context.Context) {
 	logger.Info("Left sharding")
 }
 
-// round is one retry period's work: read the Leases, renew its own, give up
-// the shards no longer assigned to it, renew the others, and take those
-// assigned to it that are free, once it has joined.
+// renewHeld renews the Leases of the shards this replica holds, all at
+// once (renew), and then gives up those whose renewal is overdue.
+func (r *Replica[C]) renewHeld(ctx context.Context) {
+	var renewals sync.WaitGroup
+	for _, h := range r.heldNow() {
+		renewals.Go(func() {
+			if why := r.renew(ctx, h); why != "" {
+				r.lose(ctx, h, why)
+			}
+		})
+	}
+	renewals.Wait()
+	r.loseOverdue(ctx)
+	r.mu.Lock()
+	r.renewalsFinished = r.now()
+	r.mu.Unlock()
+}
+
+// round is one retry period's bookkeeping, beside the renewals: read the
+// Leases, renew its member Lease, give up the shards no longer assigned to
+// it or taken by another, take those assigned to it that are free, once it
+// has joined, and prune the Leases nobody renews. Its requests share one
+// renew deadline, so that a slow API server delays the next round by no
+// more (Check).
 func (r *Replica[C]) round(ctx context.Context) {
+	defer func() {
+		r.mu.Lock()
+		r.roundFinished = r.now()
+		r.mu.Unlock()
+	}()
 	logger := klog.FromContext(ctx)
-	list, err := r.leases.List(ctx, metav1.ListOptions{})
+	deadline := time.Now().Add(r.cfg.RenewDeadline)
+	requests, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	list, err := r.leases.List(requests, metav1.ListOptions{})
 	if err != nil {
-		logger.Error(err, "Could not read the Leases; renewing none this time")
-		r.loseOverdue(ctx)
+		logger.Error(err, "Could not read the Leases; taking and giving up no shard this time")
 		return
 	}
 	now := r.now()
@@ -155,6 +221,11 @@ func (r *Replica[C]) round(ctx context.Context) {
 			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
 		}
 	}
+	for name := range r.observed {
+		if leases[name] == nil {
+			delete(r.observed, name) // gone: seen afresh if it comes back
+		}
+	}
 	// A replica takes shards from its second round on: by then the
 	// replicas started beside it (a Deployment's pods, a rollout) have
 	// written their member Leases too, and it takes its share of the
@@ -162,56 +233,50 @@ func (r *Replica[C]) round(ctx context.Context) {
 	// Foo, and hand most over a retry period later: the peak memory that
 	// sharding saves, and the syncs done twice.
 	member := leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)]
-	r.renewMember(ctx, member, now)
-	r.deleteDeadMembers(ctx, leases, now)
+	r.renewMember(requests, member, now)
 
 	holders := Assign(r.count, r.liveMembers(leases, now))
-	r.mu.Lock()
-	held := make([]*heldShard[C], 0, len(r.held))
-	for _, h := range r.held {
-		held = append(held, h)
-	}
-	r.mu.Unlock()
-	// The renewals go out at once: one the API server is slow to answer
-	// does not take from the time the others have left.
-	var renewals sync.WaitGroup
-	for _, h := range held {
-		lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]
-		switch {
+	for _, h := range r.heldNow() {
+		switch lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]; {
 		case holderOf(lease) != r.cfg.Identity:
 			r.lose(ctx, h, fmt.Sprintf("its Lease is held by %q", holderOf(lease)))
 		case holders[h.shard.Index] != r.cfg.Identity:
 			r.mu.Lock()
-			delete(r.held, h.shard.Index)
-			r.releasing[h.shard.Index] = true
+			if r.held[h.shard.Index] == h {
+				delete(r.held, h.shard.Index)
+				r.releasing[h.shard.Index] = true
+				r.done.Go(func() { r.release(ctx, h) })
+			}
 			r.mu.Unlock()
-			r.done.Go(func() { r.release(ctx, h) })
-		default:
-			renewals.Go(func() { r.renew(ctx, h, lease) })
 		}
 	}
-	renewals.Wait()
-	r.loseOverdue(ctx)
 
-	if member == nil {
+	switch other := r.otherWriter(leases, now); {
+	case member == nil:
 		logger.V(2).Info("Joined; taking shards from the next round, once the replicas started beside this one have joined")
-		return
-	}
-	if other := r.otherWriter(leases, now); other != "" {
+	case other != "":
 		logger.V(2).Info("Taking no shard while replicas sharded otherwise hold Leases", "lease", other)
-		return
-	}
-	for index, holder := range holders {
-		r.mu.Lock()
-		_, isHeld := r.held[index]
-		busy := isHeld || r.releasing[index]
-		r.mu.Unlock()
-		if holder != r.cfg.Identity || busy {
-			continue
+	default:
+		for index, holder := range holders {
+			r.mu.Lock()
+			_, isHeld := r.held[index]
+			busy := isHeld || r.releasing[index]
+			r.mu.Unlock()
+			if holder != r.cfg.Identity || busy {
+				continue
+			}
+			shard := Shard{Index: index, Count: r.count}
+			r.acquire(ctx, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now, deadline)
 		}
-		shard := Shard{Index: index, Count: r.count}
-		r.acquire(ctx, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now)
 	}
+	r.pruneLeases(requests, leases, now)
+}
+
+// heldNow are the shards this replica holds.
+func (r *Replica[C]) heldNow() []*heldShard[C] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.held))
 }
 
 // liveMembers are the identities of the replicas whose member Lease this
@@ -229,23 +294,65 @@ func (r *Replica[C]) liveMembers(leases map[string]*coordinationv1.Lease, now ti
 	return members
 }
 
-// deleteDeadMembers deletes the member Leases this replica has seen unchanged
-// for twice the lease duration: a replica killed leaves its own behind (one
-// that stops deletes it), and a Deployment's pods come and go. Deleted only
-// as seen, by resourceVersion: one renewed meanwhile stays.
-func (r *Replica[C]) deleteDeadMembers(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+// pruneLeases removes the Leases of its set that this replica has seen
+// unchanged for twice the lease duration, and that no replica renews: it
+// deletes the member Leases of replicas gone (a replica killed leaves its
+// own behind; one that stops deletes it), and the shard Leases of another
+// count (a change of -shards rolled out) whose holder is no live member:
+// released, it deletes them; held, it releases them first, to delete them
+// once seen released as long, so that the only shard Leases it deletes are
+// ones nobody holds (which the own-leases policy can tell). Written as
+// seen, by resourceVersion: a Lease renewed or taken meanwhile stays; and
+// any replica creates a missing Lease again. A write the API server refuses
+// (403) is not sent again until the Lease changes (observation.refused).
+func (r *Replica[C]) pruneLeases(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+	logger := klog.FromContext(ctx)
+	live := map[string]bool{}
 	for name, lease := range leases {
-		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) ||
-			now.Sub(r.observed[name].at) < 2*r.cfg.LeaseDuration {
+		if lease.Labels[LabelLeaseSet] == r.cfg.Name && isMemberLease(r.cfg.Name, name) && !r.expired(name, now) {
+			live[holderOf(lease)] = true
+		}
+	}
+	for name, lease := range leases {
+		if lease.Labels[LabelLeaseSet] != r.cfg.Name || now.Sub(r.observed[name].at) < 2*r.cfg.LeaseDuration ||
+			r.observed[name].refused {
 			continue
 		}
-		err := r.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
-			ResourceVersion: &lease.ResourceVersion}})
-		if err == nil {
-			klog.FromContext(ctx).V(2).Info("Deleted the member Lease of a replica gone", "lease", name,
-				"holder", holderOf(lease))
+		shard, isShard := parseShardLease(r.cfg.Name, name)
+		switch {
+		case isMemberLease(r.cfg.Name, name), isShard && shard.Count != r.count && holderOf(lease) == "":
+			err := r.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+				ResourceVersion: &lease.ResourceVersion}})
+			if err != nil {
+				r.markRefused(name, err)
+				logger.V(2).Info("Could not delete a Lease nobody renews", "lease", name, "err", err)
+				continue
+			}
+			logger.V(2).Info("Deleted a Lease nobody renews", "lease", name, "holder", holderOf(lease))
 			delete(r.observed, name)
+		case isShard && shard.Count != r.count && !live[holderOf(lease)]:
+			released := lease.DeepCopy()
+			release(released)
+			updated, err := r.leases.Update(ctx, released, metav1.UpdateOptions{})
+			if err != nil {
+				r.markRefused(name, err)
+				logger.V(2).Info("Could not release a shard Lease of another count nobody renews", "lease", name,
+					"err", err)
+				continue
+			}
+			r.observed[name] = observation{resourceVersion: updated.ResourceVersion, at: now}
+			logger.V(2).Info("Released a shard Lease of another count nobody renews", "lease", name,
+				"holder", holderOf(lease))
 		}
+	}
+}
+
+// markRefused marks the Lease name, as last seen, not to be pruned again if err
+// is a refusal (403).
+func (r *Replica[C]) markRefused(name string, err error) {
+	if seen, ok := r.observed[name]; ok && apierrors.IsForbidden(err) {
+		seen.refused = true
+		r.observed[name] = seen
 	}
 }
 
@@ -293,22 +400,25 @@ func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Leas
 }
 
 // acquire takes the shard's Lease if it is free: missing, released, or seen
-// unchanged for the lease duration. Then it starts the shard's Controller.
-func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinationv1.Lease, now time.Time) {
+// unchanged for the lease duration, its requests ending at deadline. Then it
+// starts the shard's Controller.
+func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinationv1.Lease, now, deadline time.Time) {
 	logger := klog.FromContext(ctx).WithValues("shard", shard.String())
+	requests, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	name := ShardLeaseName(r.cfg.Name, shard)
 	var freeSince time.Time // when the previous holder last renewed or released it, as seen here
 	var err error
 	sent := r.now()
 	switch {
 	case lease == nil:
-		lease, err = r.leases.Create(ctx, newLease(r.cfg.Namespace, name, r.cfg.Name, r.cfg.Identity,
+		lease, err = r.leases.Create(requests, newLease(r.cfg.Namespace, name, r.cfg.Name, r.cfg.Identity,
 			r.cfg.LeaseDuration, sent), metav1.CreateOptions{})
 	case holderOf(lease) == "" || holderOf(lease) == r.cfg.Identity || r.expired(name, now):
 		freeSince = r.observed[name].at
 		previous := holderOf(lease)
 		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
-		lease, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+		lease, err = r.leases.Update(requests, lease, metav1.UpdateOptions{})
 		if err == nil && previous != "" && previous != r.cfg.Identity {
 			logger.Info("Took over the shard of a replica that stopped renewing its Lease", "previous", previous)
 		}
@@ -331,14 +441,14 @@ func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinati
 	if err != nil {
 		logger.Error(err, "Could not build the shard's controller; releasing its Lease")
 		release(lease)
-		if _, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		if _, err := r.leases.Update(requests, lease, metav1.UpdateOptions{}); err != nil {
 			logger.Error(err, "Could not release the shard's Lease")
 		}
 		return
 	}
 	runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
-	h := &heldShard[C]{shard: shard, lease: lease, fence: fence, controller: controller, stop: stop,
-		stopped: make(chan struct{}), renewed: sent}
+	h := &heldShard[C]{shard: shard, fence: fence, controller: controller, stop: stop,
+		stopped: make(chan struct{}), lease: lease, renewed: sent}
 	r.mu.Lock()
 	r.held[shard.Index] = h
 	metrics.ShardsHeld.Set(float64(len(r.held)))
@@ -370,24 +480,51 @@ func waitSynced(ctx context.Context, c Controller) bool {
 	return err == nil
 }
 
-// renew renews the shard's Lease, as lease read it, and opens its fence
-// for another window as of the moment the renewal was sent. The renewal
-// may take what is left of the shard's renew deadline, and no more: past
-// it loseOverdue gives the shard up, as client-go's elector bounds a
-// leader's renewals.
-func (r *Replica[C]) renew(ctx context.Context, h *heldShard[C], lease *coordinationv1.Lease) {
+// renew renews the shard's Lease from its copy as this replica last wrote
+// it, with no List first, and opens its fence for another window as of the
+// moment the renewal was sent. Refused as changed since (409), the Lease is
+// read again: still this replica's (a renewal of its own answered too late
+// to count), it is renewed as read; another's, or gone, the shard is lost,
+// and renew says why. Together its requests may take what is left of the
+// shard's renew deadline, and no more: past it loseOverdue gives the shard
+// up, as client-go's elector bounds a leader's renewals.
+func (r *Replica[C]) renew(ctx context.Context, h *heldShard[C]) (lost string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone {
+		return ""
+	}
 	sent := r.now()
 	ctx, cancel := context.WithTimeout(ctx, h.renewed.Add(r.cfg.RenewDeadline).Sub(sent))
 	defer cancel()
-	lease = lease.DeepCopy()
-	hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
-	updated, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})
-	if err != nil {
+	updated, err := r.renewLease(ctx, h.lease, sent)
+	if apierrors.IsConflict(err) {
+		var current *coordinationv1.Lease
+		if current, err = r.leases.Get(ctx, h.lease.Name, metav1.GetOptions{}); err == nil {
+			if holder := holderOf(current); holder != r.cfg.Identity {
+				return fmt.Sprintf("its Lease is held by %q", holder)
+			}
+			updated, err = r.renewLease(ctx, current, sent)
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return "its Lease was deleted"
+	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Could not renew the shard's Lease", "shard", h.shard.String(), "err", err)
-		return
+		return ""
 	}
 	h.lease, h.renewed = updated, sent
 	h.fence.RenewedAt(sent)
+	return ""
+}
+
+// renewLease writes lease held by this replica as of sent.
+func (r *Replica[C]) renewLease(ctx context.Context, lease *coordinationv1.Lease,
+	sent time.Time) (*coordinationv1.Lease, error) {
+	lease = lease.DeepCopy()
+	hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
+	return r.leases.Update(ctx, lease, metav1.UpdateOptions{})
 }
 
 // loseOverdue gives up the shards not renewed within the renew deadline: as
@@ -395,16 +532,13 @@ func (r *Replica[C]) renew(ctx context.Context, h *heldShard[C], lease *coordina
 // the renew deadline plus a retry period at most) never reopens on a Lease
 // another replica may have taken meanwhile.
 func (r *Replica[C]) loseOverdue(ctx context.Context) {
-	r.mu.Lock()
-	var overdue []*heldShard[C]
-	for _, h := range r.held {
-		if r.now().Sub(h.renewed) > r.cfg.RenewDeadline {
-			overdue = append(overdue, h)
+	for _, h := range r.heldNow() {
+		h.mu.Lock()
+		overdue := r.now().Sub(h.renewed) > r.cfg.RenewDeadline
+		h.mu.Unlock()
+		if overdue {
+			r.lose(ctx, h, "its Lease was not renewed within the renew deadline")
 		}
-	}
-	r.mu.Unlock()
-	for _, h := range overdue {
-		r.lose(ctx, h, "its Lease was not renewed within the renew deadline")
 	}
 }
 
@@ -412,13 +546,28 @@ func (r *Replica[C]) loseOverdue(ctx context.Context) {
 // replica holds, or may hold, the Lease.
 func (r *Replica[C]) lose(ctx context.Context, h *heldShard[C], why string) {
 	h.fence.Close()
+	h.mu.Lock() // a renewal in flight ends first
+	lost := h.gone
+	h.gone = true
+	h.mu.Unlock()
+	if lost {
+		return
+	}
+	h.fence.Close() // again: a renewal that was in flight may have opened it
 	h.stop()
 	r.mu.Lock()
-	delete(r.held, h.shard.Index)
-	metrics.ShardsHeld.Set(float64(len(r.held)))
+	r.forget(h)
 	r.mu.Unlock()
 	metrics.ShardHandovers.WithLabelValues("lost").Inc()
 	klog.FromContext(ctx).Error(nil, "Lost the shard, stopped reconciling it", "shard", h.shard.String(), "why", why)
+}
+
+// forget removes h from the shards held, unless the shard is held anew; r.mu held.
+func (r *Replica[C]) forget(h *heldShard[C]) {
+	if r.held[h.shard.Index] == h {
+		delete(r.held, h.shard.Index)
+	}
+	metrics.ShardsHeld.Set(float64(len(r.held)))
 }
 
 // release gives up a shard this replica holds: its Controller stops and its
@@ -429,25 +578,75 @@ func (r *Replica[C]) release(ctx context.Context, h *heldShard[C]) {
 	logger.Info("Releasing the shard to the replica it is now assigned to")
 	h.stop()
 	<-h.stopped
-	h.fence.Close()
+	h.mu.Lock() // a renewal in flight ends first: the release carries what it wrote
+	lost := h.gone
+	h.gone = true
 	lease := h.lease.DeepCopy()
-	release(lease)
-	// Shutdown may have begun: the release is what lets another replica take the shard at once.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
-	defer cancel()
-	_, err := r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+	h.mu.Unlock()
+	h.fence.Close()
+	var err error
+	if !lost {
+		release(lease)
+		// Shutdown may have begun: the release is what lets another replica take the shard at once.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+		defer cancel()
+		_, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
 	r.mu.Lock()
-	delete(r.held, h.shard.Index)
+	r.forget(h)
 	delete(r.releasing, h.shard.Index)
-	metrics.ShardsHeld.Set(float64(len(r.held)))
 	r.mu.Unlock()
-	if err != nil {
+	switch {
+	case lost: // lose said so
+	case err != nil:
 		// Renewed no more, the Lease expires: the new holder takes it then.
 		logger.Error(err, "Could not release the shard's Lease; it expires after the lease duration")
-		return
+	default:
+		metrics.ShardHandovers.WithLabelValues("released").Inc()
+		logger.Info("Released the shard")
 	}
-	metrics.ShardHandovers.WithLabelValues("released").Inc()
-	logger.Info("Released the shard")
+}
+
+// LivenessSlack is how long past the longest healthy wait a sharded
+// replica's loop may go without finishing a pass (Check), as client-go's
+// watchdog allows a leader 20 s past its lease duration, before /healthz
+// fails.
+const LivenessSlack = 20 * time.Second
+
+// livenessLimit is how long one of Run's loops may go without finishing a
+// pass before Check fails: LivenessSlack past the longer of the lease
+// duration and the longest a loop goes between two passes when the API
+// server is slow but answers. That is two renew deadlines, a pass's requests
+// and, for a round, the wait of a shard it finds lost for the renewal in
+// flight, then the wait before the next pass, at most (1 + JitterFactor)
+// retry periods. 44.4 s with the defaults; the flags' bounds allow a retry
+// period of up to RenewDeadline / JitterFactor, for which the lease duration
+// alone would be too short.
+func (r *Replica[C]) livenessLimit() time.Duration {
+	between := 2*r.cfg.RenewDeadline +
+		time.Duration((1+leaderelection.JitterFactor)*float64(r.cfg.RetryPeriod))
+	return max(r.cfg.LeaseDuration, between) + LivenessSlack
+}
+
+// Check fails once one of Run's loops has not finished a pass for
+// livenessLimit: wedged. A slow or refusing API server fails no check, as
+// each pass's requests end within a renew deadline; a loop stuck past that
+// is the kubelet's to restart.
+func (r *Replica[C]) Check(*http.Request) error {
+	r.mu.Lock()
+	renewals, round := r.renewalsFinished, r.roundFinished
+	r.mu.Unlock()
+	now, limit := r.now(), r.livenessLimit()
+	for _, loop := range []struct {
+		what     string
+		finished time.Time
+	}{{"renewal of the shard Leases", renewals}, {"round reading the Leases", round}} {
+		if since := now.Sub(loop.finished); !loop.finished.IsZero() && since > limit {
+			return fmt.Errorf("sharding stuck: no %s finished for %s, more than %s", loop.what,
+				since.Round(time.Second), limit)
+		}
+	}
+	return nil
 }
 
 // Held returns the Controllers of the shards this replica holds.

@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,14 +39,16 @@ import (
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 )
 
 const leaseNamespace, leaseSet = "sample-controller", "sample-controller"
 
-// leaseServer is a fake clientset whose Leases keep the API server's rule the
+// leaseServer is a fake clientset whose Leases keep the API server's rules the
 // Replica relies on: each write gets a new resourceVersion, and an update
-// carrying another than the stored one is refused 409.
+// carrying another than the stored one, or a delete whose precondition
+// names another, is refused 409.
 func leaseServer() *fake.Clientset {
 	client := fake.NewClientset()
 	var mu sync.Mutex
@@ -70,6 +74,20 @@ func leaseServer() *fake.Clientset {
 		}
 		version++
 		lease.ResourceVersion = strconv.Itoa(version)
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		del := action.(clienttesting.DeleteAction)
+		stored, err := client.Tracker().Get(gvr, del.GetNamespace(), del.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if want := del.GetDeleteOptions().Preconditions; want != nil && want.ResourceVersion != nil &&
+			*want.ResourceVersion != stored.(*coordinationv1.Lease).ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), del.GetName(), errors.New("changed since read"))
+		}
 		return false, nil, nil
 	})
 	return client
@@ -120,9 +138,11 @@ func newTestReplica(client *fake.Clientset, identity string, count int, offset *
 }
 
 // runUntilItHoldsEveryShard runs the replica, alone, until it holds every
-// shard, and then stops it and waits for Run to return.
+// shard, and then stops it and waits for Run to return. Its retry period is
+// 50 ms: it takes every shard at its second round.
 func (r *testReplica) runUntilItHoldsEveryShard(t *testing.T) {
 	t.Helper()
+	r.cfg.RetryPeriod = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -357,22 +377,50 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 }
 
 // What a replica sends is what artifacts/deploy/sharding-role.yaml grants,
-// with the creates of the leader election Role (test/names).
-func TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
+// with the creates of the leader election Role (test/names): it joins and
+// takes its shards, renews one whose Lease changed since it wrote it (a get
+// first), and leaves.
+func TestAReplicaSendsGetListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T) {
+	ctx := context.Background()
 	client := leaseServer()
 	var offset atomic.Int64
 	r := newTestReplica(client, "a", 2, &offset)
+	r.round(ctx)
+	r.round(ctx)
+	sent := client.Actions()
+	client.ClearActions()
+	touch(t, client, ShardLeaseName(leaseSet, Shard{0, 2}), "a")
+	client.ClearActions()
+	r.renewHeld(ctx)
 	r.runUntilItHoldsEveryShard(t)
 	verbs := map[string]bool{}
-	for _, a := range client.Actions() {
+	for _, a := range append(sent, client.Actions()...) {
 		if a.GetResource().Resource != "leases" || a.GetNamespace() != leaseNamespace {
 			t.Errorf("sent %s %s in %q, want Leases of %q alone", a.GetVerb(), a.GetResource(), a.GetNamespace(),
 				leaseNamespace)
 		}
 		verbs[a.GetVerb()] = true
 	}
-	if got, want := slices.Sorted(maps.Keys(verbs)), []string{"create", "delete", "list", "update"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(verbs)), []string{"create", "delete", "get", "list", "update"}; !slices.Equal(got, want) {
 		t.Errorf("verbs sent %v, want %v", got, want)
+	}
+}
+
+// touch writes the Lease name anew, held by holder ("" for none): its
+// resourceVersion changes.
+func touch(t *testing.T, client *fake.Clientset, name, holder string) {
+	t.Helper()
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	lease, err := leases.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = nil
+	if holder != "" {
+		lease.Spec.HolderIdentity = ptr.To(holder)
+	}
+	if _, err := leases.Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -533,7 +581,7 @@ func TestAReplicaRenewsItsShardsAtOnceEachWithinWhatIsLeftOfItsRenewDeadline(t *
 	offset.Add(int64(3 * time.Second))
 	gated := &gatedLeases{LeaseInterface: a.leases, want: 4, deadlines: map[int]time.Time{}, all: make(chan struct{})}
 	a.leases = gated
-	a.round(ctx)
+	a.renewHeld(ctx)
 
 	if gated.most != 4 {
 		t.Errorf("at most %d renewals in flight at once, want 4", gated.most)
@@ -549,6 +597,531 @@ func TestAReplicaRenewsItsShardsAtOnceEachWithinWhatIsLeftOfItsRenewDeadline(t *
 	for _, h := range a.held {
 		if got := a.now().Sub(h.renewed); got > time.Second {
 			t.Errorf("shard %s renewed %v ago, want this round", h.shard, got)
+		}
+	}
+}
+
+// clocked sets the replica's clock to start and offset alone, for values
+// written out.
+func (r *testReplica) clocked(start time.Time, offset *atomic.Int64) {
+	r.now = func() time.Time { return start.Add(time.Duration(offset.Load())) }
+}
+
+// sentActions are the client's actions, sorted: "update <Lease> by <holder>
+// at <renewTime after start>" for an update, "<verb> <resource>" else.
+func sentActions(client *fake.Clientset, start time.Time) []string {
+	var sent []string
+	for _, action := range client.Actions() {
+		if update, ok := action.(clienttesting.UpdateAction); ok {
+			lease := update.GetObject().(*coordinationv1.Lease)
+			sent = append(sent, fmt.Sprintf("update %s by %s at %s", lease.Name, holderOf(lease),
+				lease.Spec.RenewTime.Sub(start)))
+			continue
+		}
+		sent = append(sent, action.GetVerb()+" "+action.GetResource().Resource)
+	}
+	slices.Sort(sent)
+	return sent
+}
+
+// A replica renews the Leases of its shards from what it last wrote, apart
+// from its List: one whose List the API server refuses, or never answers,
+// sends the same four renewals every retry period (3 s here), each as of
+// its own clock, and holds its shards past the lease duration (45 s). A
+// round that hangs fails liveness once it is more than 44.4 s old (two
+// renew deadlines of 10 s, 2.2 retry periods of 2 s, and LivenessSlack);
+// one that fails at once does not.
+func TestAReplicaKeepsItsShardsWhileItsListIsRefusedOrHangs(t *testing.T) {
+	for _, hangs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "refused", true: "hangs"}[hangs], func(t *testing.T) {
+			ctx := context.Background()
+			client := leaseServer()
+			var offset atomic.Int64
+			start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+			a := newTestReplica(client, "a", 4, &offset)
+			a.clocked(start, &offset)
+			a.round(ctx) // a's member Lease
+			a.round(ctx) // alone, a takes every shard
+			if got := a.heldShards(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+				t.Fatalf("a holds %v, want [0 1 2 3]", got)
+			}
+			// What /healthz asks of the replica: the watchdog, told of no elector, always passes.
+			liveness := (&Work[*fakeController]{replica: a.Replica}).Liveness(leaderelection.NewLeaderHealthzAdaptor(0))
+
+			if hangs {
+				hanging := &hangingList{LeaseInterface: a.leases, listing: make(chan struct{}, 1),
+					unblock: make(chan struct{})}
+				a.leases = hanging
+				var hung sync.WaitGroup
+				defer hung.Wait()
+				defer close(hanging.unblock)
+				hung.Go(func() { a.round(ctx) })
+				<-hanging.listing
+			} else {
+				client.PrependReactor("list", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("the API server is overloaded")
+				})
+			}
+			for step := 1; step <= 15; step++ {
+				at := time.Duration(step) * 3 * time.Second
+				offset.Store(int64(at))
+				client.ClearActions()
+				if !hangs {
+					a.round(ctx)
+				}
+				a.renewHeld(ctx)
+				var want []string
+				if !hangs {
+					want = append(want, "list leases")
+				}
+				for i := range 4 {
+					want = append(want, fmt.Sprintf("update %s by a at %s", ShardLeaseName(leaseSet, Shard{i, 4}), at))
+				}
+				if got := sentActions(client, start); !slices.Equal(got, want) {
+					t.Fatalf("%s after the List first failed, sent %q, want %q", at, got, want)
+				}
+				err := liveness.Check(nil)
+				if stuck := hangs && at > 44400*time.Millisecond; stuck != (err != nil) {
+					t.Errorf("%s after the last round finished, liveness: %v, want failing: %v", at, err, stuck)
+				}
+			}
+			if got := a.heldShards(); !slices.Equal(got, []int{0, 1, 2, 3}) {
+				t.Errorf("a holds %v, want [0 1 2 3]", got)
+			}
+			for i := range 4 {
+				c := a.controllerOf(i)
+				c.scope.Fence.mu.Lock()
+				renewed := c.scope.Fence.renewed.Sub(start)
+				c.scope.Fence.mu.Unlock()
+				if stopped(c) || renewed != 45*time.Second {
+					t.Errorf("shard %d: controller stopped %v, fence open from %s; want running, from 45s", i,
+						stopped(c), renewed)
+				}
+			}
+			if got := holders(t, client, 4); !slices.Equal(got, []string{"a", "a", "a", "a"}) {
+				t.Errorf("shard Leases held by %v, want a everywhere", got)
+			}
+		})
+	}
+}
+
+// hangingList is a Lease client whose List never answers until unblock is
+// closed, or, with deadlines, until its context ends: a stuck round, or
+// one whose List is answered by none of the API server's replies. (A
+// reactor of the fake clientset blocks every request while it waits.)
+type hangingList struct {
+	coordinationclient.LeaseInterface
+	deadlines bool
+	listing   chan struct{} // sent to as a List starts, when there is room
+	unblock   chan struct{}
+}
+
+func (h *hangingList) List(ctx context.Context, _ metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	select {
+	case h.listing <- struct{}{}:
+	default:
+	}
+	done := ctx.Done()
+	if !h.deadlines {
+		done = nil
+	}
+	select {
+	case <-h.unblock:
+		return nil, apierrors.NewServiceUnavailable("the API server is overloaded")
+	case <-done:
+		return nil, ctx.Err()
+	}
+}
+
+// waitStopped waits until c's Run has returned.
+func waitStopped(t *testing.T, c *fakeController) {
+	t.Helper()
+	select {
+	case <-c.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("shard %s's controller still runs", c.scope.Shard)
+	}
+}
+
+// A renewal refused as outdated (409) reads the Lease again: still this
+// replica's (written since, as a renewal of its own answered too late to
+// count is), it is renewed as read; another replica's, the shard is lost at
+// once; gone (404), too. Each Lease's requests, in the order sent.
+func TestARenewalRefusedAsOutdatedReadsTheLease(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	a := newTestReplica(client, "a", 4, &offset)
+	a.round(ctx)
+	a.round(ctx)
+	name := func(i int) string { return ShardLeaseName(leaseSet, Shard{i, 4}) }
+	touch(t, client, name(0), "a")
+	touch(t, client, name(1), "b")
+	if err := client.CoordinationV1().Leases(leaseNamespace).Delete(ctx, name(2), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	a.renewHeld(ctx)
+
+	sent := map[string][]string{}
+	for _, action := range client.Actions() {
+		var lease string
+		switch action := action.(type) {
+		case clienttesting.UpdateAction:
+			lease = action.GetObject().(*coordinationv1.Lease).Name
+		case clienttesting.GetAction:
+			lease = action.GetName()
+		}
+		sent[lease] = append(sent[lease], action.GetVerb())
+	}
+	want := map[string][]string{
+		name(0): {"update", "get", "update"},
+		name(1): {"update", "get"},
+		name(2): {"update"},
+		name(3): {"update"},
+	}
+	if !reflect.DeepEqual(sent, want) {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+	if got := a.heldShards(); !slices.Equal(got, []int{0, 3}) {
+		t.Errorf("a holds %v, want [0 3]", got)
+	}
+	for _, i := range []int{1, 2} {
+		c := a.controllerOf(i)
+		waitStopped(t, c)
+		if c.scope.Fence.Check() == nil {
+			t.Errorf("a lost shard %d with its fence open", i)
+		}
+	}
+	if got := holders(t, client, 4); !slices.Equal(got, []string{"a", "b", "", "a"}) {
+		t.Errorf("shard Leases held by %v, want [a b  a]", got)
+	}
+}
+
+// Run renews the shards apart from its round: with every List hanging until
+// its deadline from the moment it holds them, a replica of lease duration
+// 1 s, renew deadline 0.5 s and retry period 20 ms renews each shard's
+// Lease again and again, and holds its shards past the lease duration;
+// liveness passes, each round ending at its deadline.
+func TestRunKeepsTheShardsWhileTheListHangs(t *testing.T) {
+	client := leaseServer()
+	var offset atomic.Int64
+	a := newTestReplica(client, "a", 2, &offset)
+	a.cfg.LeaseDuration, a.cfg.RenewDeadline, a.cfg.RetryPeriod = time.Second, 500*time.Millisecond, 20*time.Millisecond
+	var hang atomic.Bool
+	a.leases = &switchedList{LeaseInterface: a.leases, hang: &hang,
+		hanging: &hangingList{LeaseInterface: a.leases, deadlines: true, listing: make(chan struct{}, 1)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		a.Run(ctx)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return len(a.heldShards()) == 2, nil })
+	if err != nil {
+		t.Fatalf("a holds %v, want [0 1]", a.heldShards())
+	}
+	hang.Store(true)
+	renewals := func() map[string]int {
+		n := map[string]int{}
+		for _, action := range client.Actions() {
+			if update, ok := action.(clienttesting.UpdateAction); ok {
+				n[update.GetObject().(*coordinationv1.Lease).Name]++
+			}
+		}
+		return n
+	}
+	before := renewals()
+	time.Sleep(1500 * time.Millisecond)
+	after := renewals()
+	for i := range 2 {
+		lease := ShardLeaseName(leaseSet, Shard{i, 2})
+		if got := after[lease] - before[lease]; got < 5 {
+			t.Errorf("%s renewed %d times in 1.5 s of hanging Lists, want one every retry period (20 ms)", lease, got)
+		}
+	}
+	if got := a.heldShards(); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("1.5 s into hanging Lists, a holds %v, want [0 1]", got)
+	}
+	for i := range 2 {
+		if err := a.controllerOf(i).scope.Fence.Check(); err != nil {
+			t.Errorf("shard %d's fence: %v, want open", i, err)
+		}
+	}
+	if err := a.Check(nil); err != nil {
+		t.Errorf("liveness 1.5 s into hanging Lists: %v, want passing", err)
+	}
+}
+
+// switchedList lists as hanging does once hang is set, else as the
+// LeaseInterface.
+type switchedList struct {
+	coordinationclient.LeaseInterface
+	hang    *atomic.Bool
+	hanging *hangingList
+}
+
+func (s *switchedList) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	if s.hang.Load() {
+		return s.hanging.List(ctx, opts)
+	}
+	return s.LeaseInterface.List(ctx, opts)
+}
+
+// Leases nobody renews, seen unchanged for twice the lease duration (30 s),
+// are removed as seen: a replica's member Lease gone is deleted, and so is a
+// shard Lease of another count released; one held by no live member is
+// released first, and deleted once seen released as long. A shard Lease of
+// another count held by a live member stays, and so does one renewed
+// between the List and the delete (409); and the Leases gone are forgotten.
+func TestLeasesNobodyRenewsArePruned(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	create := func(name, holder string) *coordinationv1.Lease {
+		lease := newLease(leaseNamespace, name, leaseSet, holder, 15*time.Second, start)
+		if holder == "" {
+			release(lease)
+		}
+		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return created
+	}
+	gone := create(memberLeaseName(leaseSet, "gone"), "gone")
+	live := create(memberLeaseName(leaseSet, "b"), "b")
+	released := create(ShardLeaseName(leaseSet, Shard{1, 8}), "")
+	ofGone := create(ShardLeaseName(leaseSet, Shard{2, 8}), "gone")
+	ofLive := create(ShardLeaseName(leaseSet, Shard{3, 8}), "b")
+	renewedMeanwhile := create(ShardLeaseName(leaseSet, Shard{4, 8}), "")
+	client.PrependReactor("delete", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.(clienttesting.DeleteAction).GetName() == renewedMeanwhile.Name {
+			renewed := renewedMeanwhile.DeepCopy()
+			renewed.ResourceVersion = "renewed"
+			if err := client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), renewed,
+				leaseNamespace); err != nil {
+				t.Error(err)
+			}
+		}
+		return false, nil, nil
+	})
+	var offset atomic.Int64
+	a := newTestReplica(client, "a", 4, &offset)
+	a.clocked(start, &offset)
+	// pruned is what a round at, b's member Lease renewed first, deletes and releases of the
+	// Leases of 8 shards, each with the resourceVersion it was seen at.
+	pruned := func(at time.Duration) []string {
+		offset.Store(int64(at))
+		live.Spec.RenewTime = ptr.To(metav1.NewMicroTime(start.Add(at)))
+		var err error
+		if live, err = leases.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		client.ClearActions()
+		a.round(ctx)
+		var got []string
+		for _, action := range client.Actions() {
+			switch action := action.(type) {
+			case clienttesting.DeleteAction:
+				got = append(got, "delete "+action.GetName()+"@"+*action.GetDeleteOptions().Preconditions.ResourceVersion)
+			case clienttesting.UpdateAction:
+				if lease := action.GetObject().(*coordinationv1.Lease); strings.HasSuffix(lease.Name, "-of-8") {
+					got = append(got, fmt.Sprintf("update %s@%s by %q", lease.Name, lease.ResourceVersion, holderOf(lease)))
+				}
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	a.round(ctx) // sees every Lease at start
+	want := []string{"delete " + gone.Name + "@1", "delete " + released.Name + "@3",
+		"delete " + renewedMeanwhile.Name + "@6", "update " + ofGone.Name + `@4 by ""`}
+	if got := pruned(30 * time.Second); !slices.Equal(got, want) {
+		t.Errorf("30 s on, sent %q, want %q", got, want)
+	}
+	ofGone, err := leases.Get(ctx, ofGone.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pruned(59 * time.Second); len(got) != 0 {
+		t.Errorf("29 s after it released %s, sent %q, want nothing", ofGone.Name, got)
+	}
+	// Deleted by another replica meanwhile, a Lease is forgotten.
+	if err := leases.Delete(ctx, ofLive.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"delete " + ofGone.Name + "@" + ofGone.ResourceVersion}
+	if got := pruned(60 * time.Second); !slices.Equal(got, want) {
+		t.Errorf("30 s after it released %s, sent %q, want %q", ofGone.Name, got, want)
+	}
+
+	list, err := leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := make([]string, 0, len(list.Items))
+	for _, lease := range list.Items {
+		left = append(left, lease.Name)
+	}
+	slices.Sort(left)
+	wantLeft := []string{memberLeaseName(leaseSet, "a"), live.Name, ShardLeaseName(leaseSet, Shard{2, 4}),
+		ShardLeaseName(leaseSet, Shard{3, 4}), renewedMeanwhile.Name}
+	slices.Sort(wantLeft)
+	if !slices.Equal(left, wantLeft) {
+		t.Errorf("Leases left %q, want %q", left, wantLeft)
+	}
+	if observed := slices.Sorted(maps.Keys(a.observed)); !slices.Equal(observed, wantLeft) {
+		t.Errorf("observed %q, want the Leases left, %q", observed, wantLeft)
+	}
+}
+
+// Unsharded, /healthz asks client-go's watchdog, which the elector tells of
+// each renewal (lead).
+func TestUnshardedLivenessIsTheElectorsWatchdog(t *testing.T) {
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(LivenessSlack)
+	if got := (&Work[*fakeController]{}).Liveness(watchdog); got != watchdog {
+		t.Errorf("Liveness = %v, want the watchdog given", got)
+	}
+}
+
+// Liveness allows a loop the longest wait the flags' bounds make healthy:
+// with a lease duration of 60 s, a renew deadline of 50 s and a retry
+// period of 40 s (50 s > 1.2 x 40 s), two renew deadlines and 2.2 retry
+// periods are 188 s, and the check fails 20 s past that, not 20 s past the
+// lease duration (80 s), which a healthy round's jittered wait alone (up to
+// 88 s) may outlast.
+func TestLivenessAllowsTheLongestHealthyWaitOfTheFlags(t *testing.T) {
+	var offset atomic.Int64
+	r := newTestReplica(leaseServer(), "a", 2, &offset)
+	r.cfg.LeaseDuration, r.cfg.RenewDeadline, r.cfg.RetryPeriod = 60*time.Second, 50*time.Second, 40*time.Second
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r.clocked(start, &offset)
+	r.renewalsFinished, r.roundFinished = start, start
+	for _, tc := range []struct {
+		since   time.Duration
+		failing bool
+	}{{88 * time.Second, false}, {208 * time.Second, false}, {208*time.Second + time.Millisecond, true}} {
+		offset.Store(int64(tc.since))
+		if err := r.Check(nil); (err != nil) != tc.failing {
+			t.Errorf("%s after both loops' last pass: %v, want failing: %v", tc.since, err, tc.failing)
+		}
+	}
+}
+
+// Run renews its shards a retry period after each pass, unjittered, as
+// client-go's elector renews: the flags allow a renew deadline of just over
+// 1.2 retry periods, which a wait jittered as the round's (up to 2.2 retry
+// periods) would outlast. With a retry period of 100 ms, over 1.5 s, a
+// shard's Lease is renewed at least 11 times, and at most a quarter of the
+// waits between two renewals exceed 150 ms (a loaded machine's delays);
+// jittered, about 9 times, and about 58 % of the waits would.
+func TestRunRenewsTheShardsEveryRetryPeriodWithoutJitter(t *testing.T) {
+	client := leaseServer()
+	var offset atomic.Int64
+	a := newTestReplica(client, "a", 2, &offset)
+	a.cfg.LeaseDuration, a.cfg.RenewDeadline, a.cfg.RetryPeriod = 5*time.Second, 3*time.Second, 100*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		a.Run(ctx)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return len(a.heldShards()) == 2, nil })
+	if err != nil {
+		t.Fatalf("a holds %v, want [0 1]", a.heldShards())
+	}
+	client.ClearActions()
+	time.Sleep(1500 * time.Millisecond)
+	lease := ShardLeaseName(leaseSet, Shard{0, 2})
+	var renewals []time.Time
+	for _, action := range client.Actions() {
+		if update, ok := action.(clienttesting.UpdateAction); ok {
+			if l := update.GetObject().(*coordinationv1.Lease); l.Name == lease {
+				renewals = append(renewals, l.Spec.RenewTime.Time)
+			}
+		}
+	}
+	if len(renewals) < 11 {
+		t.Errorf("%s renewed %d times in 1.5 s, want one every 100 ms or so, at least 11 (jittered: about 9)", lease,
+			len(renewals))
+	}
+	long := 0
+	for i := 1; i < len(renewals); i++ {
+		if renewals[i].Sub(renewals[i-1]) > 150*time.Millisecond {
+			long++
+		}
+	}
+	if waits := len(renewals) - 1; 4*long > waits {
+		t.Errorf("%d of %d waits between renewals of %s over 150 ms, want at most a quarter", long, waits, lease)
+	}
+}
+
+// A Lease whose pruning the API server refuses (403: an admission policy or
+// RBAC that does not admit it) is not tried again while it is unchanged:
+// one refused delete of a released shard Lease of another count, none at the
+// next rounds, and one more once the Lease changed and went 30 s unchanged
+// again.
+func TestAPruneRefusedIsNotRetriedUntilTheLeaseChanges(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	leases := client.CoordinationV1().Leases(leaseNamespace)
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	stale := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{1, 8}), leaseSet, "gone", 15*time.Second, start)
+	release(stale)
+	if _, err := leases.Create(ctx, stale, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.PrependReactor("delete", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if name := action.(clienttesting.DeleteAction).GetName(); name == stale.Name {
+			return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), name,
+				errors.New("the sample-controller deletes its member Leases alone"))
+		}
+		return false, nil, nil
+	})
+	var offset atomic.Int64
+	a := newTestReplica(client, "a", 4, &offset)
+	a.clocked(start, &offset)
+	deletes := func(at time.Duration) int {
+		offset.Store(int64(at))
+		client.ClearActions()
+		a.round(ctx)
+		n := 0
+		for _, action := range client.Actions() {
+			if del, ok := action.(clienttesting.DeleteAction); ok && del.GetName() == stale.Name {
+				n++
+			}
+		}
+		return n
+	}
+	a.round(ctx) // sees the Lease at start
+	for _, step := range []struct {
+		at   time.Duration
+		want int
+	}{{30 * time.Second, 1}, {32 * time.Second, 0}, {90 * time.Second, 0}} {
+		if got := deletes(step.at); got != step.want {
+			t.Errorf("%s on, %d deletes of %s, want %d", step.at, got, stale.Name, step.want)
+		}
+	}
+	touch(t, client, stale.Name, "")
+	for _, step := range []struct {
+		at   time.Duration
+		want int
+	}{{92 * time.Second, 0}, {121 * time.Second, 0}, {122 * time.Second, 1}} {
+		if got := deletes(step.at); got != step.want {
+			t.Errorf("%s on, after the Lease changed at 92 s, %d deletes of %s, want %d", step.at, got, stale.Name,
+				step.want)
 		}
 	}
 }

@@ -27,6 +27,7 @@ package replicas
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 
@@ -87,6 +88,24 @@ func (s Scope) Shards() int {
 		return 0
 	}
 	return s.Shard.Count
+}
+
+// Admit waits until a worker of the Controller may sync: the fence open
+// (its Lease fresh), then room among the replica's syncs. It returns what
+// gives the room back once the sync ends, or ctx's error if it ends first.
+func (s Scope) Admit(ctx context.Context) (release func(), err error) {
+	if s.Fence != nil {
+		if err := s.Fence.WaitOpen(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.Syncs == nil {
+		return func() {}, nil
+	}
+	if err := s.Syncs.Acquire(ctx); err != nil {
+		return nil, err
+	}
+	return s.Syncs.Release, nil
 }
 
 // Work is this replica's part of the Foos and the Controllers that
@@ -166,6 +185,17 @@ func (w *Work[C]) CachesSynced() []cache.InformerSynced {
 		return []cache.InformerSynced{w.replica.HasSynced}
 	}
 	return w.leader.CachesSynced()
+}
+
+// Liveness is what /healthz asks of this replica's part: unsharded,
+// watchdog, client-go's, which fails a leader whose renewals stopped;
+// sharded, whether its loops go on (Replica.Check), which the watchdog,
+// told of no elector, cannot see.
+func (w *Work[C]) Liveness(watchdog *leaderelection.HealthzAdaptor) interface{ Check(*http.Request) error } {
+	if w.replica != nil {
+		return w.replica
+	}
+	return watchdog
 }
 
 // Run does this replica's part until ctx ends. Unsharded, it runs the

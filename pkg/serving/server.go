@@ -35,7 +35,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
@@ -107,12 +106,19 @@ func metricsHandler(profiling bool) http.Handler {
 	return mux
 }
 
+// Watchdog is what liveness asks about leader election: client-go's
+// leaderelection.HealthzAdaptor, or a sharded replica's (replicas.Work.Liveness).
+type Watchdog interface {
+	Check(*http.Request) error
+}
+
 // Probes are the controller's checks. Liveness fails when, with leader
-// election, a leader stops renewing its Lease (watchdog); readiness waits for
-// synced, the informer caches, so a standby is ready as soon as it could
-// take over, and for whatever else more checks (the conversion webhook's).
+// election, a leader stops renewing its Lease, or a sharded replica's loops
+// stop (watchdog); readiness waits for synced, the informer caches, so a
+// standby is ready as soon as it could take over, and for whatever else more
+// checks (the conversion webhook's).
 func Probes(
-	leaderElection bool, watchdog *leaderelection.HealthzAdaptor, synced func() bool, more ...Check,
+	leaderElection bool, watchdog Watchdog, synced func() bool, more ...Check,
 ) (liveness, readiness []Check) {
 	liveness = []Check{{Name: "ping", Check: func(*http.Request) error { return nil }}}
 	if leaderElection {

@@ -248,13 +248,10 @@ func (b *bench) measureUnrelatedDeployments(ns string, n int) {
 	without := b.idlePeakRSS(ns, n, "controller-rss-without")
 	start := time.Now()
 	err := framework.Parallel(numUnrelated, floorWorkers, func(i int) error {
-		d, err := unrelatedDeployment(ns, fmt.Sprintf("unrelated-%05d", i))
-		if err != nil {
-			return err
-		}
+		d := unrelatedDeployment(ns, fmt.Sprintf("unrelated-%05d", i))
 		d.Spec.Replicas = ptr.To[int32](0)
 		d.Spec.Paused = true // no ReplicaSets: only the Deployments themselves
-		_, err = b.kube.AppsV1().Deployments(ns).Create(b.ctx, d, metav1.CreateOptions{})
+		_, err := b.kube.AppsV1().Deployments(ns).Create(b.ctx, d, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {

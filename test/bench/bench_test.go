@@ -53,7 +53,6 @@ import (
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
 	clientset "github.com/kube-samples/sample-controller/pkg/generated/clientset/versioned"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -313,25 +312,14 @@ func (b *bench) waitQuiet(timeout time.Duration, count func(context.Context) (fl
 
 func fooName(i int) string { return fmt.Sprintf("foo-%05d", i) }
 
-// benchDeployment is the Deployment the controller creates for foo
-// (desired.DeploymentFor): the floor writes exactly what the controller
-// writes.
-func benchDeployment(foo *samplev1beta1.Foo) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	return d, owned.ToObject(desired.DeploymentFor(foo), d)
-}
-
 // unrelatedDeployment has the shape of the controller's Deployments but is
 // someone else's: owned by nobody, without the managed-by label, so the
 // controller's informer never lists it.
-func unrelatedDeployment(ns, name string) (*appsv1.Deployment, error) {
-	d, err := benchDeployment(newFoo(ns, name))
-	if err != nil {
-		return nil, err
-	}
+func unrelatedDeployment(ns, name string) *appsv1.Deployment {
+	d := desired.NewDeployment(newFoo(ns, name))
 	d.OwnerReferences = nil
 	delete(d.Labels, samplecontroller.LabelManagedBy)
-	return d, nil
+	return d
 }
 
 func newFoo(ns, name string) *samplev1beta1.Foo {

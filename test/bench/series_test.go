@@ -139,15 +139,13 @@ func (b *bench) floorRun(ns string, n int) floorFigures {
 	start := time.Now()
 	err := framework.Parallel(n, floorWorkers, func(i int) error {
 		foo := created[i]
-		d, err := benchDeployment(foo)
-		if err != nil {
-			return err
-		}
+		// The floor writes exactly what the controller writes.
+		d := desired.NewDeployment(foo)
 		if _, err := b.kube.AppsV1().Deployments(ns).Create(b.ctx, d, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		// The status the controller writes for a Deployment just created.
-		cached := desired.Deployments.Compact(d)
+		cached := desired.CacheDeployment(d)
 		patch, err := json.Marshal(map[string]interface{}{"status": desired.StatusFor(foo, cached, desired.ReadyCondition(foo, cached))})
 		if err != nil {
 			return err

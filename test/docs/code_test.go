@@ -52,8 +52,8 @@ import (
 //
 // Go identifiers. A span shaped as a Go selector chain, each element an
 // identifier with optional call parentheses or type arguments
-// (desired.Deployment, owned.Registration.Repair, Registration.Drift, *owned.Registration,
-// owned.Object[S], SamplecontrollerV1beta1().Foos(ns).Get,
+// (desired.NewDeployment, desired.DeploymentLister.Deployments, CachedDeployment.Values, *owned.Fields,
+// listers.ResourceIndexer[T], SamplecontrollerV1beta1().Foos(ns).Get,
 // Samplecontroller().V1beta1().Foos()), resolves against the declarations
 // of the module's packages and of every package they import, found by go
 // list and read by go/parser (no type checking: it stays fast):

@@ -25,22 +25,23 @@ import (
 // goBlock is a fenced Go block of a page, indented or not.
 var goBlock = regexp.MustCompile("(?ms)^[ \t]*```go\n(.*?)^[ \t]*```")
 
-// The steps of the sync that docs/controller-client-go.md quotes are the
-// code's: the block that loops over the kinds is a run of lines of
-// writes.go, line for line, as a learner maps them to upstream's.
-func TestQuotedSyncStepsAreWritesGos(t *testing.T) {
+// The steps of the Deployment's sync that docs/controller-client-go.md
+// quotes are the code's: the block that starts from the Deployment a Foo
+// asks for is a run of lines of controller.go, line for line, as a learner
+// maps them to upstream's.
+func TestQuotedDeploymentStepsAreControllerGos(t *testing.T) {
 	page := read(t, "docs/controller-client-go.md")
 	var quoted []string
 	for _, m := range goBlock.FindAllStringSubmatch(page, -1) {
-		if lines := trimmedLines(m[1]); len(lines) > 0 && lines[0] == "for _, objects := range c.ownedObjects {" {
+		if lines := trimmedLines(m[1]); len(lines) > 0 && lines[0] == "want := desired.DeploymentFor(foo)" {
 			quoted = lines
 		}
 	}
 	if quoted == nil {
-		t.Fatal("controller-client-go.md quotes no loop over c.ownedObjects")
+		t.Fatal("controller-client-go.md quotes no steps from want := desired.DeploymentFor(foo)")
 	}
-	if !containsRun(trimmedLines(read(t, "writes.go")), quoted) {
-		t.Errorf("controller-client-go.md quotes steps writes.go does not have, in this order:\n%s",
+	if !containsRun(trimmedLines(read(t, "controller.go")), quoted) {
+		t.Errorf("controller-client-go.md quotes steps controller.go does not have, in this order:\n%s",
 			strings.Join(quoted, "\n"))
 	}
 }

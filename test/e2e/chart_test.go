@@ -26,6 +26,7 @@ package e2e
 // renders what it says.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +39,10 @@ import (
 	"sync"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
@@ -454,6 +458,8 @@ func TestChartRefusesValuesItCannotRenderWithAClearAnswer(t *testing.T) {
 		"shards=0":               "at '/shards': minimum: got 0, want 1",
 		"extraArgs[0]=workers=4": "at '/extraArgs/0': 'workers=4' does not match pattern '^-'",
 		"image.digest=abc":       "at '/image/digest': 'abc' does not match pattern",
+		"networkPolicy.apiServerCIDRs[0]=192.0.2.10": "at '/networkPolicy/apiServerCIDRs/0': '192.0.2.10' does not match pattern",
+		"leaseQuota=-1":          "at '/leaseQuota': minimum: got -1, want 0",
 		"image.pullPolicy=Maybe": "at '/image/pullPolicy'",
 		"webhook.enabled=maybe":  "at '/webhook/enabled': got string, want boolean",
 	} {
@@ -465,6 +471,72 @@ func TestChartRefusesValuesItCannotRenderWithAClearAnswer(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("helm template --set %s: %s, want it to say %q", set, out, want)
 		}
+	}
+}
+
+// networkPolicy.apiServerCIDRs, the operator's word for where the API
+// servers are, narrows the NetworkPolicy's egress to those addresses alone,
+// on the manifests' ports: one rule, an ipBlock per address, nothing
+// excepted. The API server accepts the policy so rendered (a dry run).
+// By default the egress is the manifests' (TestChartRendersWhatTheManifestsInstall).
+func TestChartNarrowsEgressToTheAPIServersItIsGiven(t *testing.T) {
+	key := "NetworkPolicy " + deployNamespace + "/" + deployName
+	manifest := decodeObjects(t, kubectl(t, "kustomize", deployKustomization))[key]
+	manifestEgress, _, _ := unstructured.NestedSlice(manifest.Object, "spec", "egress")
+	if len(manifestEgress) != 1 {
+		t.Fatalf("the manifests' %s has egress %v, want one rule", key, manifestEgress)
+	}
+	wantPorts := manifestEgress[0].(map[string]any)["ports"]
+	rendered := decodeObjects(t, helm(t, "template", deployName, chartDir, "--namespace", deployNamespace,
+		"--set", "networkPolicy.apiServerCIDRs={192.0.2.10/32,2001:db8::1/128}"))[key]
+	if rendered == nil {
+		t.Fatalf("no %s", key)
+	}
+	egress, _, _ := unstructured.NestedSlice(rendered.Object, "spec", "egress")
+	want := []any{map[string]any{
+		"to": []any{
+			map[string]any{"ipBlock": map[string]any{"cidr": "192.0.2.10/32"}},
+			map[string]any{"ipBlock": map[string]any{"cidr": "2001:db8::1/128"}},
+		},
+		"ports": wantPorts,
+	}}
+	if wantPorts == nil || !reflect.DeepEqual(egress, want) {
+		t.Errorf("egress %v, want %v", egress, want)
+	}
+	ingress, _, _ := unstructured.NestedSlice(rendered.Object, "spec", "ingress")
+	if manifestIngress, _, _ := unstructured.NestedSlice(manifest.Object, "spec", "ingress"); !reflect.DeepEqual(ingress, manifestIngress) {
+		t.Errorf("ingress %v, want the manifests' %v", ingress, manifestIngress)
+	}
+	var policy networkingv1.NetworkPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rendered.Object, &policy); err != nil {
+		t.Fatal(err)
+	}
+	policy.Namespace = metav1.NamespaceDefault
+	if _, err := cluster.Kube.NetworkingV1().NetworkPolicies(policy.Namespace).Create(context.Background(), &policy,
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("the API server refuses the rendered %s: %v", key, err)
+	}
+}
+
+// leaseQuota sizes the quota of Leases in the release's namespace (its
+// default, the manifests': TestChartRendersWhatTheManifestsInstall), for a
+// namespace that holds other Leases too; 0 leaves the quota out.
+func TestChartSizesTheLeaseQuota(t *testing.T) {
+	key := "ResourceQuota " + deployNamespace + "/" + samplecontroller.LeaseQuotaName
+	count := func(set string) any {
+		quota := decodeObjects(t, helm(t, "template", deployName, chartDir, "--namespace", deployNamespace,
+			"--set", set))[key]
+		if quota == nil {
+			return nil
+		}
+		hard, _, _ := unstructured.NestedStringMap(quota.Object, "spec", "hard")
+		return hard
+	}
+	if got, want := count("leaseQuota=1000"), map[string]string{"count/leases.coordination.k8s.io": "1000"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with leaseQuota=1000, %s hard %v, want %v", key, got, want)
+	}
+	if got := count("leaseQuota=0"); got != nil {
+		t.Errorf("with leaseQuota=0, %s hard %v, want no quota", key, got)
 	}
 }
 
@@ -496,7 +568,7 @@ func TestChartRendersWithoutAdmissionPoliciesOnlyWhenAcknowledged(t *testing.T) 
 	}
 	manifests := policyKeys(decodeObjects(t, kubectl(t, "kustomize", deployKustomization)))
 	for _, name := range []string{samplecontroller.CRDWritePolicyName, samplecontroller.OwnNamespacePolicyName,
-		samplecontroller.OwnNamesPolicyName, samplecontroller.OwnEventsPolicyName} {
+		samplecontroller.OwnNamesPolicyName, samplecontroller.OwnEventsPolicyName, samplecontroller.OwnLeasesPolicyName} {
 		if !slices.Contains(manifests, "ValidatingAdmissionPolicy /"+name) ||
 			!slices.Contains(manifests, "ValidatingAdmissionPolicyBinding /"+name) {
 			t.Fatalf("the manifests install %v, without the policy and binding %s", manifests, name)

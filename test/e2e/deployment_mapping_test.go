@@ -32,7 +32,6 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/desired"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 )
 
 // mappedFoo is a Foo at an edge of what the API server accepts, with the
@@ -76,11 +75,7 @@ func TestAPIServerAcceptsMappedDeployments(t *testing.T) {
 			foo := newFoo(ns, tc.name, tc.deploymentName, tc.replicas)
 			foo.UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 			want := desired.DeploymentFor(foo)
-			object := &appsv1.Deployment{}
-			err := owned.ToObject(want, object)
-			if err != nil {
-				t.Fatal(err)
-			}
+			object := desired.NewDeployment(foo)
 			if err := checkMapping(object, foo, tc.controllerLabel); err != nil {
 				t.Fatalf("mapped: %v", err)
 			}

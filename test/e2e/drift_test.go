@@ -32,7 +32,6 @@ import (
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/desired"
-	"github.com/kube-samples/sample-controller/pkg/owned"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -147,11 +146,7 @@ func TestStaleRepairIsRefusedByTheAPIServer(t *testing.T) {
 	// missing would be the garbage collector's to delete during the test.
 	ensureStandardCRD(t)
 	foo := createFoo(t, newFoo(ns, "stale", "stale", int32p(1)))
-	object := &appsv1.Deployment{}
-	err := owned.ToObject(desired.DeploymentFor(foo), object)
-	if err != nil {
-		t.Fatal(err)
-	}
+	object := desired.NewDeployment(foo)
 	seen, err := deployments.Create(context.Background(), object, metav1.CreateOptions{FieldManager: samplecontroller.ControllerName})
 	if err != nil {
 		t.Fatal(err)

@@ -62,9 +62,12 @@ const (
 // the test ends it removes what was installed, except the CRD that other
 // tests use: the Namespace (with everything in it), the ClusterRole, the
 // ClusterRoleBinding, the FlowSchema, and the admission policies and their
-// bindings, those of each kind a Foo owns (desired.Registrations) among
+// bindings, those of each kind a Foo owns (desired.OwnedKinds) among
 // them. A Namespace still terminating from an earlier test is waited for
-// first. Applying twice in one test is fine.
+// first, and the Lease quota's first count after: until the quota
+// controller has counted, the API server refuses every Lease create in the
+// namespace ("status unknown for quota"). Applying twice in one test is
+// fine.
 func applyDeployArtifacts(t *testing.T) string {
 	t.Helper()
 	namespaces := cluster.Kube.CoreV1().Namespaces()
@@ -85,11 +88,12 @@ func applyDeployArtifacts(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitLeaseQuotaCounted(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		rbac := cluster.Kube.RbacV1()
 		admission := cluster.Kube.AdmissionregistrationV1()
-		errs := make([]error, 0, 12+2*len(desired.Registrations))
+		errs := make([]error, 0, 14+2*len(desired.OwnedKinds))
 		errs = append(errs,
 			rbac.ClusterRoleBindings().Delete(ctx, deployName, metav1.DeleteOptions{}),
 			rbac.ClusterRoles().Delete(ctx, deployName, metav1.DeleteOptions{}),
@@ -102,10 +106,12 @@ func applyDeployArtifacts(t *testing.T) string {
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnNamesPolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnEventsPolicyName, metav1.DeleteOptions{}),
 			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnEventsPolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicyBindings().Delete(ctx, samplecontroller.OwnLeasesPolicyName, metav1.DeleteOptions{}),
+			admission.ValidatingAdmissionPolicies().Delete(ctx, samplecontroller.OwnLeasesPolicyName, metav1.DeleteOptions{}),
 			namespaces.Delete(ctx, deployNamespace, metav1.DeleteOptions{}),
 		)
-		for _, r := range desired.Registrations {
-			name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
+		for _, kind := range desired.OwnedKinds {
+			name := samplecontroller.OwnedWritesPolicyName(kind.Resource.Resource)
 			errs = append(errs, admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}),
 				admission.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}))
 		}
@@ -123,6 +129,25 @@ func applyDeployArtifacts(t *testing.T) string {
 		})
 	})
 	return out
+}
+
+// waitLeaseQuotaCounted waits until the quota controller has counted the
+// Leases of the deployed namespace against its Lease quota.
+func waitLeaseQuotaCounted(t *testing.T) {
+	t.Helper()
+	quotas := cluster.Kube.CoreV1().ResourceQuotas(deployNamespace)
+	eventually(t, convergeTimeout, "quota "+samplecontroller.LeaseQuotaName+" counted", func(ctx context.Context) (bool, error) {
+		q, err := quotas.Get(ctx, samplecontroller.LeaseQuotaName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for resource := range q.Spec.Hard {
+			if _, ok := q.Status.Used[resource]; !ok {
+				return false, fmt.Errorf("status %+v", q.Status)
+			}
+		}
+		return true, nil
+	})
 }
 
 // deployManifests renders artifacts/deploy, with the Foo CRD's webhook

@@ -20,10 +20,22 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"debug/elf"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -91,4 +103,86 @@ func TestImageIsTheStaticBinaryAloneRunAsNonRoot(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hack/build-image.sh -push, where the build learns the digest, writes
+// what deploys exactly the image it pushed: kubectl kustomize of
+// _output/image/pushed and helm template with its values.yaml run the
+// digest the registry serves for the tag, not the tag, which the registry
+// could come to point elsewhere. Pushed to a registry of the test's own,
+// trusted through IMAGE_CA_FILE.
+func TestPushedImageIsDeployedByDigest(t *testing.T) {
+	// Once per run of make test: the newest minor's suite writes
+	// _output/image, as the test above.
+	if minors, err := framework.KubernetesMinors(cluster.Root); err != nil {
+		t.Fatal(err)
+	} else if os.Getenv("E2E_KUBECONFIG") == "" && realNodeMinor(t) != minors[0] {
+		t.Skipf("the newest minor's suite (%s) pushes the image", minors[0])
+	}
+	reg, err := framework.StartRegistry(filepath.Join(outDir, "registry-push"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	const tag = "e2e-pushed"
+	repo := reg.Host + "/" + samplecontroller.ControllerName
+	cmd := exec.Command(filepath.Join(cluster.Root, "hack", "build-image.sh"), "-push", repo+":"+tag)
+	cmd.Dir = cluster.Root
+	cmd.Env = append(os.Environ(), "IMAGE_CA_FILE="+reg.CAFile)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hack/build-image.sh -push: %v: %s", err, out)
+	}
+	pushed := strings.TrimSpace(string(out))
+	if served := servedDigest(t, reg, samplecontroller.ControllerName, tag); pushed != repo+"@"+served {
+		t.Fatalf("hack/build-image.sh -push printed %q; the registry serves %s:%s as %s", pushed, repo, tag, served)
+	}
+
+	dir := filepath.Join(cluster.Root, "_output", "image", "pushed")
+	manifests := decodeObjects(t, kubectl(t, "kustomize", dir))
+	chart := decodeObjects(t, helm(t, "template", deployName, chartDir, "--namespace", deployNamespace,
+		"--values", filepath.Join(dir, "values.yaml")))
+	for what, objects := range map[string]map[string]*unstructured.Unstructured{
+		"kubectl kustomize " + dir: manifests, "helm template --values " + dir + "/values.yaml": chart,
+	} {
+		dep := objects[deploymentKey]
+		if dep == nil {
+			t.Fatalf("%s: no %s", what, deploymentKey)
+		}
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		if image := containers[0].(map[string]any)["image"]; image != pushed {
+			t.Errorf("%s: image %v, want %s", what, image, pushed)
+		}
+	}
+}
+
+// servedDigest is the digest of the manifest the registry serves for
+// repo:tag, worked out from the bytes it sends, as a runtime checks them.
+func servedDigest(t *testing.T, reg *framework.Registry, repo, tag string) string {
+	t.Helper()
+	caPEM, err := os.ReadFile(reg.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("no CA in %s", reg.CAFile)
+	}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest(http.MethodGet, "https://"+reg.Host+"/v2/"+repo+"/manifests/"+tag, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, "+
+		"application/vnd.oci.image.manifest.v1+json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v: %s", req.URL, resp.Status, err, body)
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(body))
 }

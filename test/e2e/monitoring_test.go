@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -158,6 +159,67 @@ func startMonitoredController(t *testing.T, name, ns string, port int) *framewor
 	return c
 }
 
+// startShippedPrometheus starts a Prometheus that scrapes the controller c,
+// its metrics on addr, with the shipped job as a target of namespace ns,
+// and evaluates the shipped rules, every "for" lowered to alertFor:
+// nothing else changes (TestPlainRulesLowersOnlyFor in test/monitoring). It
+// waits until the target is up, with the labels the shipped relabelling
+// sets, and returns Prometheus and the rules.
+func startShippedPrometheus(t *testing.T, c *framework.Controller, addr, ns string) (
+	*framework.Prometheus, *monitoringv1.PrometheusRule) {
+	t.Helper()
+	promBin := filepath.Join(cluster.Root, "_output", "bin", "prometheus")
+	dir := t.TempDir()
+	rule, err := monitoring.LoadPrometheusRule(cluster.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := monitoring.PlainRules(rule, alertFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleFile := filepath.Join(dir, "rules.yaml")
+	tokenFile := filepath.Join(dir, "token")
+	// The CA bundle as a scraper's pod would mount it from the ConfigMap.
+	caFile := filepath.Join(dir, samplecontroller.MetricsCAKey)
+	bundle := verifiedMetricsCA(t, c.MetricsURL(), deployNamespace)
+	for file, data := range map[string][]byte{ruleFile: rules, tokenFile: []byte(c.ScrapeToken()), caFile: bundle} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := monitoringScrapeConfig(t, addr, ns, tokenFile, caFile, ruleFile)
+	prom, err := framework.StartPrometheus(promBin, dir, filepath.Join(logDir, strings.ReplaceAll(t.Name(), "/", "_")+"-prometheus.log"), config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Kill()
+		if t.Failed() {
+			t.Logf("prometheus.yml:\n%s\nlog of Prometheus:\n%s", config, framework.Trim(prom.Log(), 4000))
+		}
+	})
+	eventually(t, alertTimeout, "the controller's target up", func(ctx context.Context) (bool, error) {
+		targets, err := prom.Targets(ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(targets) != 1 {
+			return false, fmt.Errorf("%d targets, want 1", len(targets))
+		}
+		tg := targets[0]
+		if tg.Health != "up" {
+			return false, fmt.Errorf("target %s: %s %s", tg.ScrapeURL, tg.Health, tg.LastError)
+		}
+		want := map[string]string{"job": monitoring.Job, "namespace": ns, "pod": e2ePod, "service": metricsServiceName, "instance": addr}
+		if !labelsInclude(tg.Labels, want) {
+			return false, fmt.Errorf("target labels %v, want %v", tg.Labels, want)
+		}
+		return true, nil
+	})
+	return prom, rule
+}
+
 // waitAlert waits until an alert whose labels include want is in state
 // ("pending", "firing"), or, with state "", until there is none.
 func waitAlert(t *testing.T, prom *framework.Prometheus, name string, want map[string]string, state string) framework.Alert {
@@ -270,59 +332,8 @@ func TestMonitoringOnRealPrometheus(t *testing.T) {
 		t.Fatalf("metrics at %s, want HTTPS", c.MetricsURL())
 	}
 
-	// The shipped rules, every "for" lowered to alertFor: nothing else
-	// changes (TestPlainRulesLowersOnlyFor in test/monitoring).
-	dir := t.TempDir()
-	rule, err := monitoring.LoadPrometheusRule(cluster.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := monitoring.PlainRules(rule, alertFor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ruleFile := filepath.Join(dir, "rules.yaml")
-	tokenFile := filepath.Join(dir, "token")
-	// The CA bundle as a scraper's pod would mount it from the ConfigMap.
-	caFile := filepath.Join(dir, samplecontroller.MetricsCAKey)
-	bundle := verifiedMetricsCA(t, c.MetricsURL(), deployNamespace)
-	for file, data := range map[string][]byte{ruleFile: rules, tokenFile: []byte(c.ScrapeToken()), caFile: bundle} {
-		if err := os.WriteFile(file, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	config := monitoringScrapeConfig(t, addr, ns, tokenFile, caFile, ruleFile)
-	prom, err := framework.StartPrometheus(promBin, dir, filepath.Join(logDir, strings.ReplaceAll(t.Name(), "/", "_")+"-prometheus.log"), config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Kill()
-		if t.Failed() {
-			t.Logf("prometheus.yml:\n%s\nlog of Prometheus:\n%s", config, framework.Trim(prom.Log(), 4000))
-		}
-	})
 	start := time.Now()
-
-	// The target is up, with the labels the shipped relabelling sets.
-	eventually(t, alertTimeout, "the controller's target up", func(ctx context.Context) (bool, error) {
-		targets, err := prom.Targets(ctx)
-		if err != nil {
-			return false, err
-		}
-		if len(targets) != 1 {
-			return false, fmt.Errorf("%d targets, want 1", len(targets))
-		}
-		tg := targets[0]
-		if tg.Health != "up" {
-			return false, fmt.Errorf("target %s: %s %s", tg.ScrapeURL, tg.Health, tg.LastError)
-		}
-		want := map[string]string{"job": monitoring.Job, "namespace": ns, "pod": e2ePod, "service": metricsServiceName, "instance": addr}
-		if !labelsInclude(tg.Labels, want) {
-			return false, fmt.Errorf("target labels %v, want %v", tg.Labels, want)
-		}
-		return true, nil
-	})
+	prom, rule := startShippedPrometheus(t, c, addr, ns)
 	healthy := createFoo(t, newFoo(ns, "healthy", "healthy", int32p(1)))
 	waitFooReady(t, ns, healthy.Name)
 

@@ -63,7 +63,8 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 	ensureStandardCRD(t)
 	applyDeployArtifacts(t)
 	ctx := context.Background()
-	saKube := kubeClientFor(t, serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount))
+	kubeconfig := serviceAccountKubeconfig(t, deployNamespace, deployServiceAccount)
+	saKube := kubeClientFor(t, kubeconfig)
 	waitPolicyChecked(t, samplecontroller.OwnNamesPolicyName)
 	waitOwnNamesPolicyInForce(t, saKube)
 
@@ -81,6 +82,10 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 	configMap := func(m metav1.ObjectMeta) error {
 		_, err := saKube.CoreV1().ConfigMaps(deployNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: m}, dryRun)
 		return err
+	}
+	inSet := func(m metav1.ObjectMeta) metav1.ObjectMeta {
+		m.Labels = map[string]string{replicas.LabelLeaseSet: deployName}
+		return m
 	}
 	lease := func(m metav1.ObjectMeta) error {
 		_, err := saKube.CoordinationV1().Leases(deployNamespace).Create(ctx, &coordinationv1.Lease{ObjectMeta: m}, dryRun)
@@ -105,7 +110,10 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 		{"Lease " + deployName + "-planted", lease(meta(deployName + "-planted")), ownNamesRefusal},
 	}
 	for _, r := range refused {
-		if problem := refusalBy(samplecontroller.OwnNamesPolicyName, r.err, r.message); problem != nil {
+		// A Lease of no name of its own the own-leases policy refuses too,
+		// and may be asked first.
+		if problem := refusalByEither(r.err, samplecontroller.OwnNamesPolicyName, r.message,
+			samplecontroller.OwnLeasesPolicyName, ownLeasesNameRefusal); problem != nil {
 			t.Errorf("create %s in %s as %s: %v", r.what, deployNamespace, deployServiceAccount, problem)
 		}
 	}
@@ -121,9 +129,10 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 			typedSecret(meta(samplecontroller.WebhookCASecretName), certauthority.SecretType)},
 		{"ConfigMap " + samplecontroller.MetricsCAConfigMapName, configMap(meta(samplecontroller.MetricsCAConfigMapName))},
 		{"Lease " + deployName, lease(meta(deployName))},
-		// Sharding's (pkg/replicas), admitted by prefix.
-		{"Lease " + deployName + "-shard-0-of-4", lease(meta(deployName + "-shard-0-of-4"))},
-		{"Lease " + deployName + "-member-0123abcd", lease(meta(deployName + "-member-0123abcd"))},
+		// Sharding's (pkg/replicas), admitted by prefix, labelled as it
+		// labels them (the own-leases policy's).
+		{"Lease " + deployName + "-shard-0-of-4", lease(inSet(meta(deployName + "-shard-0-of-4")))},
+		{"Lease " + deployName + "-member-0123abcd", lease(inSet(meta(deployName + "-member-0123abcd")))},
 	} {
 		if a.err != nil && !apierrors.IsAlreadyExists(a.err) {
 			t.Errorf("create %s in %s as %s: %v, want it admitted", a.what, deployNamespace, deployServiceAccount, a.err)
@@ -134,6 +143,11 @@ func TestOwnNamesPolicyLetsTheServiceAccountCreateItsOwnObjectsAlone(t *testing.
 	// name the object, nor the reporter: the own-events policy does.
 	t.Run("Events about its Foos and CA Secret alone, patched its own alone",
 		func(t *testing.T) { expectOwnEventsAlone(t, saKube) })
+	// Of the Leases its Roles let it write in its namespace, RBAC cannot
+	// name the member and shard Leases, nor say what they hold: the
+	// own-leases policy does.
+	t.Run("Leases of its own names and shape alone",
+		func(t *testing.T) { expectOwnLeasesAlone(t, saKube, kubeconfig) })
 }
 
 // expectOwnSecretTypeOnUpdate checks that the own-names policy, in force,

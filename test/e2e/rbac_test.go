@@ -68,6 +68,7 @@ func TestServiceAccountTokenSufficesAndCannotReadSecrets(t *testing.T) {
 	waitOwnNamespacePolicyInForce(t, saKube)
 	waitOwnNamesPolicyInForce(t, saKube)  // its Lease, Secret and ConfigMap, created below, by name
 	waitOwnEventsPolicyInForce(t, saKube) // its Events about the Foo, below, and their repeats
+	waitOwnLeasesPolicyInForce(t, saKube) // its Lease, taken, renewed and released below
 
 	// The leader election Role allows get and update of the Lease named
 	// sample-controller only, so this controller uses the default

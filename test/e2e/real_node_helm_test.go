@@ -313,7 +313,7 @@ func expectOptionalObjects(t *testing.T, installed bool) {
 		},
 	}
 	for _, name := range []string{samplecontroller.CRDWritePolicyName, samplecontroller.OwnNamespacePolicyName,
-		samplecontroller.OwnNamesPolicyName, samplecontroller.OwnEventsPolicyName} {
+		samplecontroller.OwnNamesPolicyName, samplecontroller.OwnEventsPolicyName, samplecontroller.OwnLeasesPolicyName} {
 		gets["ValidatingAdmissionPolicy "+name] = func() error {
 			_, err := admission.ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 			return err

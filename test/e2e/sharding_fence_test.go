@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
@@ -80,6 +83,7 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 			other = r
 		}
 	}
+	expectShardsKeptWhileListsAreRefused(t, sharded)
 	run := w.faultRun(zombieFoos, &replica{Controller: holder.Controller, identity: holder.identity})
 	run.waitConverged(t, time.Now())
 	t.Logf("%s holds shard %d of %d, that of namespace %s and its %d converged Foos; %s holds the others",
@@ -132,13 +136,16 @@ func TestPausedShardHolderWritesNothingAfterItsShardsAreTaken(t *testing.T) {
 	} else {
 		t.Logf("%s logged: %s", holder.Name, strings.Join(lost, " | "))
 	}
-	// The work it had in hand met the closed fence: without the fence,
-	// those writes reached the API server, and the audit check below failed.
+	// The work it had in hand met the closed fence: refused as it was
+	// about to be sent, or, already on its way through the slow link, given
+	// up when the fence closed (its deadline, which the pause outlasted).
+	// Without the fence, those writes reached the API server, and the audit
+	// check below failed.
 	if fenced := strings.Count(holder.Log(), replicas.ErrFenced.Error()); fenced == 0 {
-		t.Errorf("%s logged no write refused by its fence: it had no work in hand at the pause, and the test proves "+
-			"nothing; last log lines:\n%s", holder.Name, framework.Trim(holder.Log(), 3000))
+		t.Errorf("%s logged no write refused by its fence or given up in flight: it had no work in hand at the "+
+			"pause, and the test proves nothing; last log lines:\n%s", holder.Name, framework.Trim(holder.Log(), 3000))
 	} else {
-		t.Logf("%s logged %d writes refused by its fence after its resume", holder.Name, fenced)
+		t.Logf("%s logged %d writes refused by its fence or given up in flight when it closed", holder.Name, fenced)
 	}
 	run.waitConverged(t, resumed)
 	w.checkShardedAuditLog(t, fenceShards, nil)
@@ -199,6 +206,97 @@ func scaleFoosPausingAtFirstApply(t *testing.T, ns string, n int, scale int32,
 }
 
 var regexpShardLost = regexp.MustCompile(`"Lost the shard, stopped reconciling it"`)
+
+// expectShardsKeptWhileListsAreRefused takes list away from the sharding
+// Role for two lease durations: every List of the Leases refused, each
+// replica renews its shards from the Leases as it last wrote them, and
+// keeps them all, its /healthz passing. Renewing only after a List, as it
+// once did, each dropped its shards at the renew deadline.
+func expectShardsKeptWhileListsAreRefused(t *testing.T, sharded map[string]*shardedReplica) {
+	t.Helper()
+	ctx := context.Background()
+	roles := cluster.Kube.RbacV1().Roles(deployNamespace)
+	name := samplecontroller.ControllerName + "-sharding"
+	role, err := roles.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := shardHolders(ctx, deployNamespace, deployName, fenceShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := role.DeepCopy()
+	for i := range refused.Rules {
+		refused.Rules[i].Verbs = slices.DeleteFunc(refused.Rules[i].Verbs, func(v string) bool { return v == "list" })
+	}
+	if _, err := roles.Update(ctx, refused, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		current, err := roles.Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			current.Rules = role.Rules
+			_, err = roles.Update(ctx, current, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("restoring the sharding Role: %v", err)
+		}
+	}
+	defer restore()
+	for _, r := range sharded {
+		logged := strings.Count(r.Log(), `"Could not read the Leases`)
+		eventually(t, convergeTimeout, r.Name+" to have a List refused", func(context.Context) (bool, error) {
+			return strings.Count(r.Log(), `"Could not read the Leases`) > logged &&
+				strings.Contains(r.Log(), "forbidden"), nil
+		})
+	}
+	refusedAt := time.Now()
+	time.Sleep(2 * chaosLeaseDuration)
+
+	leases, err := cluster.Kube.CoordinationV1().Leases(deployNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := map[string]time.Time{}
+	for _, lease := range leases.Items {
+		if lease.Spec.RenewTime != nil {
+			renewed[lease.Name] = lease.Spec.RenewTime.Time
+		}
+	}
+	after, err := shardHolders(ctx, deployNamespace, deployName, fenceShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range fenceShards {
+		lease := shardLeaseName(deployName, i, fenceShards)
+		if after[i] != before[i] || !renewed[lease].After(refusedAt.Add(chaosLeaseDuration)) {
+			t.Errorf("%s, %v into refused Lists: held by %q (before %q), renewed %v after the refusals began; "+
+				"want the same holder, renewed past a lease duration", lease, 2*chaosLeaseDuration, after[i], before[i],
+				renewed[lease].Sub(refusedAt).Round(100*time.Millisecond))
+		}
+	}
+	for _, r := range sharded {
+		held := len(shardsHeldBy(t, deployNamespace, deployName, fenceShards, r.identity))
+		samples, err := framework.ScrapeURL(ctx, r.MetricsURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := framework.Sum(samples, metrics.Subsystem+"_shards_held", all); int(got) != held {
+			t.Errorf("%s, Lists refused: says it holds %v shards, its Leases %d", r.Name, got, held)
+		}
+		if code, body, err := r.Probe(ctx, "/healthz"); err != nil || code != http.StatusOK {
+			t.Errorf("%s, Lists refused: /healthz %d %q, %v; want 200", r.Name, code, body, err)
+		}
+	}
+	restore()
+	t.Logf("every List of the Leases refused for %v: every shard kept by its holder, each Lease renewed throughout",
+		time.Since(refusedAt).Round(100*time.Millisecond))
+}
 
 // checkShardedAuditLog is checkAuditLog for count shards: every accepted
 // write for a Foo or its Deployment came from the replica that held the

@@ -85,12 +85,12 @@ rules:
 }
 
 // ownedRules are the audit policy's resources of the kinds a Foo owns
-// (desired.Registrations): a kind registered there has its writes audited, and
+// (desired.OwnedKinds): a kind listed there has its writes audited, and
 // checked by the write fence's and chaos's checks, with no edit here.
 func ownedRules() string {
 	var rules strings.Builder
-	for _, registered := range desired.Registrations {
-		resource := registered.GroupResource()
+	for _, kind := range desired.OwnedKinds {
+		resource := kind.Resource
 		fmt.Fprintf(&rules, "      - group: %q\n        resources: [%q]\n", resource.Group, resource.Resource)
 	}
 	return rules.String()
@@ -333,8 +333,8 @@ func WritesOutsideShards(events []AuditEvent, leaderships [][]Leadership, shardO
 // managedResource reports whether the controller writes resource: a kind a
 // Foo owns, or Foos.
 func managedResource(resource string) bool {
-	for _, registered := range desired.Registrations {
-		if resource == registered.GroupResource().Resource {
+	for _, kind := range desired.OwnedKinds {
+		if resource == kind.Resource.Resource {
 			return true
 		}
 	}
@@ -396,7 +396,7 @@ func StaleReplicaWrites(events []AuditEvent, tolerance time.Duration, excused []
 	var out []string
 	for i := range events {
 		e := &events[i]
-		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.Deployments.Resource.Resource ||
+		if !e.fromController() || !e.accepted() || e.ObjectRef.Resource != desired.DeploymentsResource.Resource ||
 			e.ObjectRef.Subresource != "" ||
 			(e.Verb != "create" && e.Verb != "patch" && e.Verb != "update") ||
 			within(excused, e.Received) {

@@ -56,13 +56,13 @@ func decode(t *testing.T, file string, out any) {
 const ownedPolicyFile = "owned-policy.yaml"
 
 // The generated policies of the kinds a Foo owns are named for the
-// controller and each kind, in the order of desired.Registrations, each
+// controller and each kind, in the order of desired.OwnedKinds, each
 // followed by its binding, cluster-scoped, labelled with the controller's
 // name.
 func TestOwnedPoliciesAreNamedForEachKind(t *testing.T) {
-	want := make([]string, 0, 2*len(desired.Registrations))
-	for _, r := range desired.Registrations {
-		name := samplecontroller.OwnedWritesPolicyName(r.GroupResource().Resource)
+	want := make([]string, 0, 2*len(desired.OwnedKinds))
+	for _, kind := range desired.OwnedKinds {
+		name := samplecontroller.OwnedWritesPolicyName(kind.Resource.Resource)
 		want = append(want, "ValidatingAdmissionPolicy "+name, "ValidatingAdmissionPolicyBinding "+name)
 	}
 	docs := strings.Split(read(t, deployDir+"/"+ownedPolicyFile), "\n---\n")[1:]
@@ -104,6 +104,9 @@ func deployFiles() map[string]deployObject {
 		"names-policybinding.yaml":         object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnNamesPolicyName),
 		"events-policy.yaml":               object("ValidatingAdmissionPolicy", samplecontroller.OwnEventsPolicyName),
 		"events-policybinding.yaml":        object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnEventsPolicyName),
+		"leases-policy.yaml":               object("ValidatingAdmissionPolicy", samplecontroller.OwnLeasesPolicyName),
+		"leases-policybinding.yaml":        object("ValidatingAdmissionPolicyBinding", samplecontroller.OwnLeasesPolicyName),
+		"leases-quota.yaml":                object("ResourceQuota", samplecontroller.LeaseQuotaName),
 		"metrics-reader-clusterrole.yaml":  object("ClusterRole", name+"-metrics-reader"),
 		"leader-election-role.yaml":        object("Role", name+"-leader-election"),
 		"leader-election-rolebinding.yaml": object("RoleBinding", name+"-leader-election"),
@@ -268,27 +271,26 @@ func TestClusterRoleGrantsTheFooAPI(t *testing.T) {
 	}
 }
 
-// ownedKindVerbs are the calls pkg/owned makes on every kind a Foo owns: its
+// ownedKindVerbs are the calls the controller makes on every kind a Foo owns: its
 // informer lists and watches, a create, a get when the create finds the name
 // taken, a server-side apply (patch) to repair, a delete after a rename.
 var ownedKindVerbs = []string{"list", "watch", "create", "get", "patch", "delete"}
 
-// Owning a kind is its registration (desired.Registrations) and its RBAC rule: the
+// Owning a kind is its entry in desired.OwnedKinds and its RBAC rule: the
 // ClusterRole grants each kind a Foo owns exactly the calls the controller
-// makes on it, so a registration without its rule fails here, not on a
-// cluster.
+// makes on it, so a kind without its rule fails here, not on a cluster.
 func TestClusterRoleGrantsEveryOwnedKind(t *testing.T) {
 	var role rbacv1.ClusterRole
 	decode(t, "clusterrole.yaml", &role)
-	for _, registered := range desired.Registrations {
+	for _, kind := range desired.OwnedKinds {
 		var got []string
 		for _, rule := range role.Rules {
-			if slices.Contains(rule.APIGroups, registered.GroupResource().Group) && slices.Contains(rule.Resources, registered.GroupResource().Resource) {
+			if slices.Contains(rule.APIGroups, kind.Resource.Group) && slices.Contains(rule.Resources, kind.Resource.Resource) {
 				got = append(got, rule.Verbs...)
 			}
 		}
 		if !slices.Equal(got, ownedKindVerbs) {
-			t.Errorf("%s/clusterrole.yaml: %s: verbs %v, want %v", deployDir, registered.GroupResource(), got, ownedKindVerbs)
+			t.Errorf("%s/clusterrole.yaml: %s: verbs %v, want %v", deployDir, kind.Resource, got, ownedKindVerbs)
 		}
 	}
 }

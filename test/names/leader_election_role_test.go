@@ -83,8 +83,8 @@ func TestLeaderElectionRoleNamesTheDeployedLease(t *testing.T) {
 
 // The sharding Role grants, on the Leases of the Deployment's namespace, the
 // verbs a sharded replica sends besides create (the leader election Role's,
-// confined by name by names-policy.yaml): list, update and delete, which
-// pkg/replicas' TestAReplicaSendsListCreateUpdateAndDeleteOnItsLeasesAlone
+// confined by name by names-policy.yaml): get, list, update and delete,
+// which pkg/replicas' TestAReplicaSendsGetListCreateUpdateAndDeleteOnItsLeasesAlone
 // holds it to.
 func TestShardingRoleGrantsWhatAShardedReplicaSends(t *testing.T) {
 	var d appsv1.Deployment
@@ -96,23 +96,17 @@ func TestShardingRoleGrantsWhatAShardedReplicaSends(t *testing.T) {
 		t.Errorf("%s: namespace %q, want the Deployment's %q, where the Leases live", path, role.Namespace, d.Namespace)
 	}
 	want := []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"},
-		Verbs: []string{"delete", "list", "update"}}}
+		Verbs: []string{"delete", "get", "list", "update"}}}
 	if !reflect.DeepEqual(role.Rules, want) {
 		t.Errorf("%s: rules %+v, want %+v", path, role.Rules, want)
 	}
 }
 
-// The FlowSchema sends the deployed replicas' Lease requests to the
-// leader-election priority level: the Deployment's ServiceAccount, in its
-// namespace, where the Lease lives, with every verb the leader election
-// Role grants on Leases (what pkg/replicas' lock sends). A subject or a
-// namespace that drifted would match nothing, and the renewals would queue
-// behind the reviews that guard /metrics again, with nothing to show it.
-func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {
-	var d appsv1.Deployment
-	decode(t, "deployment.yaml", &d)
-	var role rbacv1.Role
-	decode(t, "leader-election-role.yaml", &role)
+// leaseVerbs are the verbs the role of file grants on Leases, sorted, once each.
+func leaseVerbs(t *testing.T, file string) []string {
+	t.Helper()
+	var role rbacv1.ClusterRole // a Role's rules read the same
+	decode(t, file, &role)
 	var verbs []string
 	for _, rule := range role.Rules {
 		if slices.Contains(rule.APIGroups, coordinationv1.GroupName) && slices.Contains(rule.Resources, "leases") {
@@ -120,6 +114,30 @@ func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {
 		}
 	}
 	slices.Sort(verbs)
+	return slices.Compact(verbs)
+}
+
+// The FlowSchema sends the deployed replicas' Lease requests to the
+// leader-election priority level: the Deployment's ServiceAccount, in its
+// namespace, where the Lease lives, with every verb a Role or ClusterRole of
+// the manifests grants on Leases (what pkg/replicas sends: the leader's lock,
+// and a sharded replica's lists and deletes too). A subject, a namespace or
+// a verb that drifted would match nothing, and those requests would queue
+// behind the reviews that guard /metrics again, with nothing to show it.
+func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {
+	var d appsv1.Deployment
+	decode(t, "deployment.yaml", &d)
+	var verbs []string
+	for file, object := range deployFiles() {
+		if object.Kind == "Role" || object.Kind == "ClusterRole" {
+			verbs = append(verbs, leaseVerbs(t, file)...)
+		}
+	}
+	slices.Sort(verbs)
+	verbs = slices.Compact(verbs)
+	if len(verbs) == 0 {
+		t.Fatalf("%s: no Role grants a verb on Leases", deployDir)
+	}
 
 	var fs flowcontrolv1.FlowSchema
 	decode(t, "flowschema.yaml", &fs)
@@ -135,8 +153,8 @@ func TestFlowSchemaSendsTheDeployedLeaseToLeaderElection(t *testing.T) {
 			bootstrap.SuggestedFlowSchemaServiceAccounts.Spec.MatchingPrecedence)
 	}
 	systemVerbs := slices.Sorted(slices.Values(system.Spec.Rules[0].ResourceRules[0].Verbs))
-	if !slices.Equal(verbs, systemVerbs) {
-		t.Errorf("%s: verbs %v on Leases, %s's are %v", deployDir+"/leader-election-role.yaml", verbs, system.Name, systemVerbs)
+	if got := leaseVerbs(t, "leader-election-role.yaml"); !slices.Equal(got, systemVerbs) {
+		t.Errorf("%s: verbs %v on Leases, %s's are %v", deployDir+"/leader-election-role.yaml", got, system.Name, systemVerbs)
 	}
 	want := flowcontrolv1.PolicyRulesWithSubjects{
 		Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,

@@ -57,6 +57,20 @@ const OwnNamesPolicyName = ControllerName + "-own-names"
 // an Event is about or who reports it; the policy can.
 const OwnEventsPolicyName = ControllerName + "-own-events"
 
+// OwnLeasesPolicyName names the ValidatingAdmissionPolicy of
+// artifacts/deploy, and its binding, that let the controller's
+// ServiceAccount write its leader, member and shard Leases alone, each as
+// pkg/replicas writes it: its names, labels, a duration the flags allow, a
+// replica's identity as holder. The sharding Role lets it update and delete
+// every Lease of its namespace; the policy says which and what.
+const OwnLeasesPolicyName = ControllerName + "-own-leases"
+
+// LeaseQuotaName names the ResourceQuota of artifacts/deploy that bounds
+// how many Leases the controller's namespace holds: no policy can count
+// the member Leases a stolen token could create, which every sharded
+// replica lists at each retry period.
+const LeaseQuotaName = ControllerName + "-leases"
+
 // The conversion webhook's names. The CRD reaches every replica's webhook
 // through WebhookServiceName in the controller's namespace; the CA the
 // replicas sign their serving certificates with, and that the CRD's caBundle
