@@ -39,8 +39,10 @@ import (
 //     replicas told different counts (a change of -shards rolling out) never
 //     read one another's Leases as theirs.
 //   - sample-controller: the unsharded leader's (leader.go). While any
-//     replica holds it, a sharded replica takes no shard, and the reverse: a
-//     change between one shard and several rolls out without two writers.
+//     replica holds it, a sharded replica takes no shard, and the reverse.
+//     Each side looks before it takes, not after, so two sides that take at
+//     once can each miss the other: a rollout between one shard and several
+//     can, rarely, have two writers until the older replica leaves.
 const (
 	// LabelLeaseSet marks the member and shard Leases with the name they
 	// are named after.
