@@ -224,7 +224,7 @@ E2E_MINORS_SKIP := ^($(E2E_OWN_CONTROL_PLANE_TESTS)|TestPausedLeaderWritesNothin
   TestSoakKeepsResourcesFlatAndInvariants|$\
   TestHostileConversionReviewsCannotExhaustAReplica|TestConversionReviewsBuiltToAmplifyAreBoundedByWhatTheyWrite|$\
   TestLeaderKeepsLeaseThroughMetricsFlood|TestFreshFooIsSyncedAheadOfTheColdStartBacklog|TestMonitoringOnRealPrometheus|$\
-  $(CHART_TESTS))$$
+  TestPlantedCAOfTheControllersKindNeverReachesTheCABundleAndTheAlertFires|$(CHART_TESTS))$$
 
 # The older minors whose contract e2e-minors proves: all of them, unless
 # told otherwise.

@@ -800,14 +800,15 @@ func TestARenewalRefusedAsOutdatedReadsTheLease(t *testing.T) {
 
 // Run renews the shards apart from its round: with every List hanging until
 // its deadline from the moment it holds them, a replica of lease duration
-// 1 s, renew deadline 0.5 s and retry period 20 ms renews each shard's
-// Lease again and again, and holds its shards past the lease duration;
-// liveness passes, each round ending at its deadline.
+// 2 s, renew deadline 1 s and retry period 20 ms renews each shard's Lease
+// again and again, and holds its shards past the lease duration; liveness
+// passes, each round ending at its deadline. (A renew deadline of a second:
+// a loaded machine's scheduling delays stay well within it.)
 func TestRunKeepsTheShardsWhileTheListHangs(t *testing.T) {
 	client := leaseServer()
 	var offset atomic.Int64
 	a := newTestReplica(client, "a", 2, &offset)
-	a.cfg.LeaseDuration, a.cfg.RenewDeadline, a.cfg.RetryPeriod = time.Second, 500*time.Millisecond, 20*time.Millisecond
+	a.cfg.LeaseDuration, a.cfg.RenewDeadline, a.cfg.RetryPeriod = 2*time.Second, time.Second, 20*time.Millisecond
 	var hang atomic.Bool
 	a.leases = &switchedList{LeaseInterface: a.leases, hang: &hang,
 		hanging: &hangingList{LeaseInterface: a.leases, deadlines: true, listing: make(chan struct{}, 1)}}
@@ -837,16 +838,16 @@ func TestRunKeepsTheShardsWhileTheListHangs(t *testing.T) {
 		return n
 	}
 	before := renewals()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	after := renewals()
 	for i := range 2 {
 		lease := ShardLeaseName(leaseSet, Shard{i, 2})
 		if got := after[lease] - before[lease]; got < 5 {
-			t.Errorf("%s renewed %d times in 1.5 s of hanging Lists, want one every retry period (20 ms)", lease, got)
+			t.Errorf("%s renewed %d times in 2.5 s of hanging Lists, want one every retry period (20 ms)", lease, got)
 		}
 	}
 	if got := a.heldShards(); !slices.Equal(got, []int{0, 1}) {
-		t.Errorf("1.5 s into hanging Lists, a holds %v, want [0 1]", got)
+		t.Errorf("2.5 s into hanging Lists, a holds %v, want [0 1]", got)
 	}
 	for i := range 2 {
 		if err := a.controllerOf(i).scope.Fence.Check(); err != nil {
@@ -854,7 +855,7 @@ func TestRunKeepsTheShardsWhileTheListHangs(t *testing.T) {
 		}
 	}
 	if err := a.Check(nil); err != nil {
-		t.Errorf("liveness 1.5 s into hanging Lists: %v, want passing", err)
+		t.Errorf("liveness 2.5 s into hanging Lists: %v, want passing", err)
 	}
 }
 
@@ -1012,59 +1013,6 @@ func TestLivenessAllowsTheLongestHealthyWaitOfTheFlags(t *testing.T) {
 		if err := r.Check(nil); (err != nil) != tc.failing {
 			t.Errorf("%s after both loops' last pass: %v, want failing: %v", tc.since, err, tc.failing)
 		}
-	}
-}
-
-// Run renews its shards a retry period after each pass, unjittered, as
-// client-go's elector renews: the flags allow a renew deadline of just over
-// 1.2 retry periods, which a wait jittered as the round's (up to 2.2 retry
-// periods) would outlast. With a retry period of 100 ms, over 1.5 s, a
-// shard's Lease is renewed at least 11 times, and at most a quarter of the
-// waits between two renewals exceed 150 ms (a loaded machine's delays);
-// jittered, about 9 times, and about 58 % of the waits would.
-func TestRunRenewsTheShardsEveryRetryPeriodWithoutJitter(t *testing.T) {
-	client := leaseServer()
-	var offset atomic.Int64
-	a := newTestReplica(client, "a", 2, &offset)
-	a.cfg.LeaseDuration, a.cfg.RenewDeadline, a.cfg.RetryPeriod = 5*time.Second, 3*time.Second, 100*time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		a.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return len(a.heldShards()) == 2, nil })
-	if err != nil {
-		t.Fatalf("a holds %v, want [0 1]", a.heldShards())
-	}
-	client.ClearActions()
-	time.Sleep(1500 * time.Millisecond)
-	lease := ShardLeaseName(leaseSet, Shard{0, 2})
-	var renewals []time.Time
-	for _, action := range client.Actions() {
-		if update, ok := action.(clienttesting.UpdateAction); ok {
-			if l := update.GetObject().(*coordinationv1.Lease); l.Name == lease {
-				renewals = append(renewals, l.Spec.RenewTime.Time)
-			}
-		}
-	}
-	if len(renewals) < 11 {
-		t.Errorf("%s renewed %d times in 1.5 s, want one every 100 ms or so, at least 11 (jittered: about 9)", lease,
-			len(renewals))
-	}
-	long := 0
-	for i := 1; i < len(renewals); i++ {
-		if renewals[i].Sub(renewals[i-1]) > 150*time.Millisecond {
-			long++
-		}
-	}
-	if waits := len(renewals) - 1; 4*long > waits {
-		t.Errorf("%d of %d waits between renewals of %s over 150 ms, want at most a quarter", long, waits, lease)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,8 @@ import (
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	samplev1alpha1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1alpha1"
 	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
+	"github.com/kube-samples/sample-controller/pkg/conversion"
+	"github.com/kube-samples/sample-controller/pkg/desired"
 	"github.com/kube-samples/sample-controller/test/framework"
 )
 
@@ -267,7 +270,7 @@ func TestUpgradeFromV1alpha1ThenMigrateAndRetireIt(t *testing.T) {
 
 // createFoosUnderRelease creates the upgrade's Foos in v1alpha1, foo-i asking
 // for Deployment web-i of i+1 replicas, and waits until the release has
-// made each Ready.
+// made each Ready; foo-3's Deployment then as this release makes it.
 func createFoosUnderRelease(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -294,6 +297,52 @@ func createFoosUnderRelease(t *testing.T, ns string) {
 			return false, fmt.Errorf("conditions %+v", foo.Status.Conditions)
 		})
 	}
+	makeDeploymentAsThisReleaseWould(t, ns, fmt.Sprintf("foo-%d", upgradeFoos-1))
+}
+
+// makeDeploymentAsThisReleaseWould applies to the Deployment of the Foo
+// name, made by the release, what this release's controller asks of it
+// (desired.DeploymentFor, but for the owner reference the release wrote),
+// as another manager, and waits for the rollout and the Foo's status under
+// the release. Upgraded, the controller then finds none of it drifted and
+// writes neither the Deployment nor the Foo, which stays stored in v1alpha1
+// until the migration. Otherwise a field this release sets and the release
+// did not (the pods' automountServiceAccountToken) rolls the Deployment out
+// again after the upgrade, and the status write that reports it stores the
+// Foo in v1beta1.
+func makeDeploymentAsThisReleaseWould(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := desired.DeploymentFor(conversion.V1alpha1ToHub(foo))
+	want.OwnerReferences = nil
+	deployments := cluster.Kube.AppsV1().Deployments(ns)
+	if _, err := deployments.Apply(ctx, want, metav1.ApplyOptions{FieldManager: "e2e-upgrade", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	replicas := *foo.Spec.Replicas
+	eventually(t, convergeTimeout, name+"'s Deployment rolled out under the release", func(ctx context.Context) (bool, error) {
+		d, err := deployments.Get(ctx, *want.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := d.Status
+		return s.ObservedGeneration == d.Generation && s.Replicas == replicas && s.UpdatedReplicas == replicas &&
+			s.AvailableReplicas == replicas, nil
+	})
+	eventually(t, convergeTimeout, name+" Ready under the release after the rollout", func(ctx context.Context) (bool, error) {
+		foo, err := alphaFoos(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := slices.ContainsFunc(foo.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type == samplecontroller.ConditionReady && c.Status == metav1.ConditionTrue
+		})
+		return ready && foo.Status.AvailableReplicas == replicas, nil
+	})
 }
 
 // setVersions replaces the CRD's spec.versions with what edit makes of them.
