@@ -189,7 +189,8 @@ $(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum go.mod
 # (TestMonitoringOnRealPrometheus), once it is built too. -k: the one runs
 # to its end when the other failed.
 E2E_OWN_CONTROL_PLANE_TESTS := TestControllerSurvivesFaults|TestChaosKeepsInvariants|TestShardedChaosKeepsInvariants|$\
-  TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestPausedShardHolderWritesNothingAfterItsShardsAreTaken
+  TestControlPlaneStartsAgainAComponentThatExitsAsItStarts|TestPausedShardHolderWritesNothingAfterItsShardsAreTaken|$\
+  TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld
 E2E_OWN_CONTROL_PLANES := ^($(E2E_OWN_CONTROL_PLANE_TESTS))$$
 e2e: control-plane-and-real-node
 	$(GO_TEST) -tags e2e -c -o /dev/null ./test/e2e/

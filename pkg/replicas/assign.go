@@ -73,9 +73,20 @@ func Assign(count int, members []string) []string {
 	return holders
 }
 
-// rank is how much member is preferred for shard.
+// rank is how much member is preferred for shard: FNV-1a 64 of
+// "member/shard", mixed by splitmix64's finalizer. Assign sorts by rank, so
+// the high bits decide; FNV-1a multiplies each byte in by a prime whose set
+// bits are low (2^40 + 0x1b3), and the shard's digits, the last bytes, reach
+// the high bits only through carries. Unmixed, one member's ranks over the
+// shards were alike there, so a member ranked high for many shards at once,
+// and a join or leave moved far more than its share. The finalizer makes every
+// bit of the hash reach every bit of the rank, with no seed, so that the ranks
+// behave as independent draws and every replica still computes the same ones.
 func rank(member string, shard int) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(member + "/" + strconv.Itoa(shard)))
-	return h.Sum64()
+	z := h.Sum64()
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }

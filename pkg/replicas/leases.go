@@ -31,24 +31,34 @@ import (
 // The Leases of a sharded controller, all in the leader election namespace and
 // named after -leader-elect-id (Config.Lease.Name), "sample-controller":
 //   - sample-controller-member-<hash of the identity>: one per replica, which
-//     renews it while it runs. The live members are those whose Lease this
-//     replica saw renewed within the lease duration.
+//     renews it while it runs, labelled with its -shards (LabelShards). The
+//     live members of a replica's sharding are those of its own count whose
+//     Lease this replica saw renewed within the lease duration.
 //   - sample-controller-shard-<index>-of-<count>: one per shard. Its holder
 //     reconciles the shard's Foos, and writes for them only while it renews
 //     it (the shard's fence, fence.go). The count is in the name, so that
 //     replicas told different counts (a change of -shards rolling out) never
 //     read one another's Leases as theirs.
-//   - sample-controller: the unsharded leader's (leader.go). While any
-//     replica holds it, a sharded replica takes no shard, and the reverse.
-//     Each side looks before it takes, not after, so two sides that take at
-//     once can each miss the other: a rollout between one shard and several
-//     can, rarely, have two writers until the older replica leaves.
+//   - sample-controller: the unsharded leader's (leader.go).
+//
+// Replicas of two shardings (a rollout that changes -shards, or turns
+// sharding on or off) never write for the same Foos at once: each side
+// takes nothing while the other's Leases are held, and checks again after
+// it takes, before its first write (Replica.confirm, WaitUnsharded), so of
+// two sides that take at once the later always sees the earlier. The older
+// side keeps every shard until its replicas leave, and then the newer takes
+// them all; the unsharded leader is the exception, which the sharded
+// replicas give way to whenever its Lease is held (Replica.round).
 const (
 	// LabelLeaseSet marks the member and shard Leases with the name they
 	// are named after.
 	LabelLeaseSet = "samplecontroller.k8s.io/lease-set"
-	memberInfix   = "-member-"
-	shardInfix    = "-shard-"
+	// LabelShards is a member Lease's -shards: a replica shares out its
+	// shards among the members of its own count alone, as a replica of
+	// another count never takes them.
+	LabelShards = "samplecontroller.k8s.io/shards"
+	memberInfix = "-member-"
+	shardInfix  = "-shard-"
 )
 
 // LeasePrefixes are the prefixes of the names of the member and shard
@@ -97,6 +107,17 @@ func holderOf(lease *coordinationv1.Lease) string {
 func newLease(namespace, name, set, identity string, duration time.Duration, now time.Time) *coordinationv1.Lease {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: namespace, Name: name, Labels: map[string]string{LabelLeaseSet: set},
+	}}
+	hold(lease, identity, duration, now)
+	return lease
+}
+
+// newMemberLease is the member Lease of identity, a replica of count shards.
+func newMemberLease(namespace, set, identity string, count int, duration time.Duration,
+	now time.Time) *coordinationv1.Lease {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: memberLeaseName(set, identity),
+		Labels: map[string]string{LabelLeaseSet: set, LabelShards: strconv.Itoa(count)},
 	}}
 	hold(lease, identity, duration, now)
 	return lease

@@ -22,6 +22,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,12 +62,19 @@ type Replica[C Controller] struct {
 	newController func(context.Context, Scope) (C, error)
 	syncs         *Syncs // the replica's -workers syncs at once, which the shards it holds share
 	now           func() time.Time
+	// detect asks who filters the shard (DetectMode), at each shard taken;
+	// nil, not asked.
+	detect func(context.Context, Shard) (Mode, error)
 
 	// observed is when this replica saw each Lease change, by name, of the
 	// Leases its last List returned: the round's alone.
 	observed map[string]observation
+	// firstSeen is when this replica first saw each of those Leases
+	// (liveMembers).
+	firstSeen map[string]time.Time
 
 	mu        sync.Mutex
+	mode      Mode // who filters the shards, as last asked (detect)
 	held      map[int]*heldShard[C]
 	releasing map[int]bool // shards being given up: not taken again until cleared
 	// renewalsFinished and roundFinished are when Run's loops last finished
@@ -114,7 +122,8 @@ func NewReplica[C Controller](count, workers int, cfg Config, leases coordinatio
 	return &Replica[C]{
 		count: count, workers: workers, cfg: cfg, leases: leases, newController: newController,
 		syncs: NewSyncs(workers), now: time.Now,
-		observed: map[string]observation{}, held: map[int]*heldShard[C]{}, releasing: map[int]bool{},
+		observed: map[string]observation{}, firstSeen: map[string]time.Time{},
+		held: map[int]*heldShard[C]{}, releasing: map[int]bool{},
 	}
 }
 
@@ -204,8 +213,7 @@ func (r *Replica[C]) round(ctx context.Context) {
 		r.mu.Unlock()
 	}()
 	logger := klog.FromContext(ctx)
-	deadline := time.Now().Add(r.cfg.RenewDeadline)
-	requests, cancel := context.WithDeadline(ctx, deadline)
+	requests, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline)
 	defer cancel()
 	list, err := r.leases.List(requests, metav1.ListOptions{})
 	if err != nil {
@@ -213,19 +221,7 @@ func (r *Replica[C]) round(ctx context.Context) {
 		return
 	}
 	now := r.now()
-	leases := map[string]*coordinationv1.Lease{}
-	for i := range list.Items {
-		lease := &list.Items[i]
-		leases[lease.Name] = lease
-		if seen, ok := r.observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
-			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
-		}
-	}
-	for name := range r.observed {
-		if leases[name] == nil {
-			delete(r.observed, name) // gone: seen afresh if it comes back
-		}
-	}
+	leases := r.observe(list, now)
 	// A replica takes shards from its second round on: by then the
 	// replicas started beside it (a Deployment's pods, a rollout) have
 	// written their member Leases too, and it takes its share of the
@@ -235,19 +231,21 @@ func (r *Replica[C]) round(ctx context.Context) {
 	member := leases[memberLeaseName(r.cfg.Name, r.cfg.Identity)]
 	r.renewMember(requests, member, now)
 
+	// The unsharded leader's Lease held, this replica gives every shard
+	// up: the leader waits for that before its first write
+	// (WaitUnsharded). Were it to wait for the shard holders to leave
+	// instead, a standby of the leader's that took the Lease in the
+	// instant a shard was taken (a rollout from one shard to several, the
+	// old leader gone) would wait, and keep the other shards unheld, for as
+	// long as the shard holders run.
+	leader := r.leaderHeld(leases, now)
 	holders := Assign(r.count, r.liveMembers(leases, now))
 	for _, h := range r.heldNow() {
 		switch lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]; {
 		case holderOf(lease) != r.cfg.Identity:
 			r.lose(ctx, h, fmt.Sprintf("its Lease is held by %q", holderOf(lease)))
-		case holders[h.shard.Index] != r.cfg.Identity:
-			r.mu.Lock()
-			if r.held[h.shard.Index] == h {
-				delete(r.held, h.shard.Index)
-				r.releasing[h.shard.Index] = true
-				r.done.Go(func() { r.release(ctx, h) })
-			}
-			r.mu.Unlock()
+		case leader || holders[h.shard.Index] != r.cfg.Identity:
+			r.startRelease(ctx, h)
 		}
 	}
 
@@ -257,6 +255,7 @@ func (r *Replica[C]) round(ctx context.Context) {
 	case other != "":
 		logger.V(2).Info("Taking no shard while replicas sharded otherwise hold Leases", "lease", other)
 	default:
+		var taken []taken
 		for index, holder := range holders {
 			r.mu.Lock()
 			_, isHeld := r.held[index]
@@ -266,10 +265,48 @@ func (r *Replica[C]) round(ctx context.Context) {
 				continue
 			}
 			shard := Shard{Index: index, Count: r.count}
-			r.acquire(ctx, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now, deadline)
+			if t, ok := r.take(requests, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now); ok {
+				taken = append(taken, t)
+			}
 		}
+		r.confirm(ctx, requests, taken)
 	}
 	r.pruneLeases(requests, leases, now)
+}
+
+// observe notes when this replica saw each Lease of list change, and
+// returns them by name.
+func (r *Replica[C]) observe(list *coordinationv1.LeaseList, now time.Time) map[string]*coordinationv1.Lease {
+	leases := map[string]*coordinationv1.Lease{}
+	for i := range list.Items {
+		lease := &list.Items[i]
+		leases[lease.Name] = lease
+		if seen, ok := r.observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
+			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
+		}
+		if _, ok := r.firstSeen[lease.Name]; !ok {
+			r.firstSeen[lease.Name] = now
+		}
+	}
+	for name := range r.observed {
+		if leases[name] == nil {
+			delete(r.observed, name) // gone: seen afresh if it comes back
+			delete(r.firstSeen, name)
+		}
+	}
+	return leases
+}
+
+// startRelease gives up the shard h in the background (release), unless it
+// is being given up already.
+func (r *Replica[C]) startRelease(ctx context.Context, h *heldShard[C]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[h.shard.Index] == h {
+		delete(r.held, h.shard.Index)
+		r.releasing[h.shard.Index] = true
+		r.done.Go(func() { r.release(ctx, h) })
+	}
 }
 
 // heldNow are the shards this replica holds.
@@ -279,19 +316,48 @@ func (r *Replica[C]) heldNow() []*heldShard[C] {
 	return slices.Collect(maps.Values(r.held))
 }
 
-// liveMembers are the identities of the replicas whose member Lease this
-// replica saw renewed within the lease duration, itself among them.
+// liveMembers are the identities of the replicas of this one's count whose
+// member Lease this replica saw renewed within the lease duration, and has
+// seen for a lease duration at least (settled): the members the shards are
+// shared out among. A replica of another count, or of a release whose
+// member Leases carry no count, is left out: it would be assigned shards it
+// never takes, which would go unheld for as long as both run (a rollout that
+// changes -shards). A release's replicas of the same count still share out
+// the shards apart, but each takes only a shard released or gone
+// unrenewed, and the newer share them all among themselves: a shard the
+// older give up is always taken.
+//
+// A replica is given shards once it has been a member for a lease duration,
+// as seen here: one that crashes sooner, as a crash-looping replica does
+// (a new identity each start), pulls no shard to itself, each pull a
+// handover, a cold list and, at the crash, a lease duration unheld. Until
+// then, the others keep its share. Where no live member has settled yet (a
+// first start, every replica new), they all count: there is no settled
+// replica to keep the shards.
 func (r *Replica[C]) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) []string {
-	members := []string{r.cfg.Identity}
+	var live, settled []string
+	count := strconv.Itoa(r.count)
 	for name, lease := range leases {
-		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) {
+		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) ||
+			lease.Labels[LabelShards] != count {
 			continue
 		}
-		if holder := holderOf(lease); holder != "" && !r.expired(name, now) && !slices.Contains(members, holder) {
-			members = append(members, holder)
+		holder := holderOf(lease)
+		if holder == "" || r.expired(name, now) || slices.Contains(live, holder) {
+			continue
+		}
+		live = append(live, holder)
+		if now.Sub(r.firstSeen[name]) >= r.cfg.LeaseDuration {
+			settled = append(settled, holder)
 		}
 	}
-	return members
+	if len(settled) > 0 {
+		return settled
+	}
+	if !slices.Contains(live, r.cfg.Identity) {
+		live = append(live, r.cfg.Identity) // its member Lease not written yet
+	}
+	return live
 }
 
 // pruneLeases removes the Leases of its set that this replica has seen
@@ -383,12 +449,18 @@ func (r *Replica[C]) otherWriter(leases map[string]*coordinationv1.Lease, now ti
 	return ""
 }
 
+// leaderHeld reports whether the unsharded leader's Lease is held and not
+// expired.
+func (r *Replica[C]) leaderHeld(leases map[string]*coordinationv1.Lease, now time.Time) bool {
+	lease := leases[r.cfg.Name]
+	return holderOf(lease) != "" && !r.expired(r.cfg.Name, now)
+}
+
 // renewMember creates or renews this replica's member Lease.
 func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Lease, now time.Time) {
 	var err error
 	if lease == nil {
-		lease = newLease(r.cfg.Namespace, memberLeaseName(r.cfg.Name, r.cfg.Identity), r.cfg.Name, r.cfg.Identity,
-			r.cfg.LeaseDuration, now)
+		lease = newMemberLease(r.cfg.Namespace, r.cfg.Name, r.cfg.Identity, r.count, r.cfg.LeaseDuration, now)
 		_, err = r.leases.Create(ctx, lease, metav1.CreateOptions{})
 	} else {
 		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, now)
@@ -399,43 +471,106 @@ func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Leas
 	}
 }
 
-// acquire takes the shard's Lease if it is free: missing, released, or seen
-// unchanged for the lease duration, its requests ending at deadline. Then it
-// starts the shard's Controller.
-func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinationv1.Lease, now, deadline time.Time) {
+// taken is a shard Lease this replica took, whose Controller it has not
+// started yet (confirm).
+type taken struct {
+	shard Shard
+	lease *coordinationv1.Lease // as written
+	sent  time.Time             // when the take was sent
+	// freeSince is when the previous holder last renewed or released it,
+	// as seen here; zero for a Lease created.
+	freeSince time.Time
+}
+
+// take takes the shard's Lease if it is free: missing, released, or seen
+// unchanged for the lease duration.
+func (r *Replica[C]) take(ctx context.Context, shard Shard, lease *coordinationv1.Lease, now time.Time) (taken, bool) {
 	logger := klog.FromContext(ctx).WithValues("shard", shard.String())
-	requests, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	name := ShardLeaseName(r.cfg.Name, shard)
-	var freeSince time.Time // when the previous holder last renewed or released it, as seen here
+	t := taken{shard: shard, sent: r.now()}
 	var err error
-	sent := r.now()
 	switch {
 	case lease == nil:
-		lease, err = r.leases.Create(requests, newLease(r.cfg.Namespace, name, r.cfg.Name, r.cfg.Identity,
-			r.cfg.LeaseDuration, sent), metav1.CreateOptions{})
+		t.lease, err = r.leases.Create(ctx, newLease(r.cfg.Namespace, name, r.cfg.Name, r.cfg.Identity,
+			r.cfg.LeaseDuration, t.sent), metav1.CreateOptions{})
 	case holderOf(lease) == "" || holderOf(lease) == r.cfg.Identity || r.expired(name, now):
-		freeSince = r.observed[name].at
+		t.freeSince = r.observed[name].at
 		previous := holderOf(lease)
-		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, sent)
-		lease, err = r.leases.Update(requests, lease, metav1.UpdateOptions{})
+		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, t.sent)
+		t.lease, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if err == nil && previous != "" && previous != r.cfg.Identity {
 			logger.Info("Took over the shard of a replica that stopped renewing its Lease", "previous", previous)
 		}
 	default:
 		logger.V(4).Info("Waiting for the shard's holder to release it", "holder", holderOf(lease))
-		return
+		return taken{}, false
 	}
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 		logger.V(2).Info("Another replica took the shard's Lease first", "err", err)
-		return
+		return taken{}, false
 	case err != nil:
 		logger.Error(err, "Could not take the shard's Lease")
+		return taken{}, false
+	}
+	return t, true
+}
+
+// confirm reads the Leases again after the round's takes, before any write
+// for the shards taken: the check before it took may have missed replicas
+// of another sharding that took theirs in the same instant. Of two sides
+// that take at once, the one that took later sees the other's Lease here,
+// and gives back what it took, unused; the earlier may see the later's
+// too, and gives back as well (both take again at a later round, at
+// jittered times, so seldom again at once). Unconfirmed, nothing is
+// started: the shards are released.
+func (r *Replica[C]) confirm(ctx, requests context.Context, shards []taken) {
+	if len(shards) == 0 {
 		return
 	}
+	logger := klog.FromContext(ctx)
+	other := ""
+	list, err := r.leases.List(requests, metav1.ListOptions{})
+	if err == nil {
+		other = r.otherWriter(r.observe(list, r.now()), r.now())
+	}
+	if err == nil && other == "" {
+		for _, t := range shards {
+			r.start(ctx, requests, t)
+		}
+		return
+	}
+	if err != nil {
+		logger.Error(err, "Could not read the Leases after taking shards; giving them back")
+	} else {
+		logger.Info("Replicas sharded otherwise took a Lease as this replica took shards; giving them back",
+			"lease", other)
+	}
+	for _, t := range shards {
+		release(t.lease)
+		released, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RenewDeadline)
+		if _, err := r.leases.Update(released, t.lease, metav1.UpdateOptions{}); err != nil {
+			logger.Error(err, "Could not give back the shard's Lease; it expires after the lease duration",
+				"shard", t.shard.String())
+		}
+		cancel()
+	}
+}
+
+// start starts the Controller of the shard taken, its fence open from when
+// the take was sent.
+func (r *Replica[C]) start(ctx, requests context.Context, t taken) {
+	logger := klog.FromContext(ctx).WithValues("shard", t.shard.String())
+	shard, lease := t.shard, t.lease
+	if r.detect != nil {
+		if mode, err := r.detect(requests, shard); err != nil {
+			logger.V(2).Info("Could not learn who filters the shard", "err", err)
+		} else {
+			r.setMode(ctx, mode)
+		}
+	}
 	fence := NewFence(r.cfg)
-	fence.RenewedAt(sent)
+	fence.RenewedAt(t.sent)
 	scope := Scope{Shard: &shard, Fence: fence, Syncs: r.syncs, Narrow: shard.Narrow}
 	controller, err := r.newController(klog.NewContext(ctx, logger), scope)
 	if err != nil {
@@ -448,7 +583,7 @@ func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinati
 	}
 	runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logger))
 	h := &heldShard[C]{shard: shard, fence: fence, controller: controller, stop: stop,
-		stopped: make(chan struct{}), lease: lease, renewed: sent}
+		stopped: make(chan struct{}), lease: lease, renewed: t.sent}
 	r.mu.Lock()
 	r.held[shard.Index] = h
 	metrics.ShardsHeld.Set(float64(len(r.held)))
@@ -466,10 +601,26 @@ func (r *Replica[C]) acquire(ctx context.Context, shard Shard, lease *coordinati
 			return
 		}
 		logger.Info("Reconciling the shard")
-		if !freeSince.IsZero() {
-			metrics.ShardTakeoverDuration.Observe(r.now().Sub(freeSince).Seconds())
+		if !t.freeSince.IsZero() {
+			metrics.ShardTakeoverDuration.Observe(r.now().Sub(t.freeSince).Seconds())
 		}
 	})
+}
+
+// setMode records who filters the shards (samplecontroller_shard_filtering),
+// and logs a change.
+func (r *Replica[C]) setMode(ctx context.Context, mode Mode) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mode == mode {
+		return
+	}
+	if r.mode != "" {
+		klog.FromContext(ctx).Info("Shards now filtered", "by", mode, "was", r.mode)
+	}
+	r.mode = mode
+	metrics.ShardFiltering.Reset()
+	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
 }
 
 // waitSynced waits until the Controller's caches have synced, or ctx ends.
@@ -572,10 +723,11 @@ func (r *Replica[C]) forget(h *heldShard[C]) {
 
 // release gives up a shard this replica holds: its Controller stops and its
 // workers finish the Foo in hand, its fence closes, and only then is the
-// Lease cleared, for the replica it is assigned to now to take.
+// Lease cleared, for the replica it is assigned to now (or the unsharded
+// leader) to take.
 func (r *Replica[C]) release(ctx context.Context, h *heldShard[C]) {
 	logger := klog.FromContext(ctx).WithValues("shard", h.shard.String())
-	logger.Info("Releasing the shard to the replica it is now assigned to")
+	logger.Info("Releasing the shard: assigned to another replica, this one leaving, or the unsharded leader's")
 	h.stop()
 	<-h.stopped
 	h.mu.Lock() // a renewal in flight ends first: the release carries what it wrote

@@ -40,7 +40,10 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
+
+	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
 
 const leaseNamespace, leaseSet = "sample-controller", "sample-controller"
@@ -216,7 +219,8 @@ func stopped(c *fakeController) bool {
 }
 
 // Assign(4, [a, b]) gives b the shards 0 and 1, and a 2 and 3: assign.go's
-// ranks, worked out apart from the code (FNV-1a 64 of "a/0", "b/0", ...).
+// ranks, worked out apart from the code (FNV-1a 64 of "a/0", "b/0", ...,
+// mixed by splitmix64's finalizer).
 func TestAJoiningReplicaGetsTheShardsAssignedToItOnceTheHolderReleasedThem(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
@@ -373,6 +377,187 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 				t.Errorf("once %s expired, shard Leases held by %v, want new everywhere", other, got)
 			}
 		})
+	}
+}
+
+// A replica is given shards once it has been a member for the lease
+// duration: a crash-looping one, a new member at each start, that dies
+// sooner pulls none to itself. Until then the settled replica keeps them;
+// then it hands over the new one's share, Assign(4, [a, b]) as above.
+func TestAReplicaIsGivenShardsOnceItHasBeenAMemberForALeaseDuration(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	start := time.Now()
+	a, b := newTestReplica(client, "a", 4, &offset), newTestReplica(client, "b", 4, &offset)
+	a.clocked(start, &offset)
+	b.clocked(start, &offset)
+	a.round(ctx)
+	a.round(ctx)
+	offset.Store(int64(15 * time.Second))
+	a.round(ctx) // settled
+	b.round(ctx) // joins; a sees it from its next round, at 16 s
+	for _, at := range []time.Duration{16 * time.Second, 30 * time.Second} {
+		offset.Store(int64(at))
+		a.round(ctx)
+		b.round(ctx)
+		if got := fmt.Sprint(holders(t, client, 4)); got != "[a a a a]" {
+			t.Fatalf("b seen by a for %v, the shards are held by %v, want a's all", at-16*time.Second, got)
+		}
+	}
+	offset.Store(int64(31 * time.Second))
+	a.round(ctx)
+	waitReleased(t, client, 4, 0, 1)
+	b.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 4)); got != "[b b a a]" {
+		t.Errorf("b a member for the lease duration, the shards are held by %v, want [b b a a]", got)
+	}
+}
+
+// A replica asks who filters at each shard it takes, so that
+// samplecontroller_shard_filtering follows the API servers' feature gate
+// turned on after it started: the metric names the new mode alone.
+func TestAReplicaAsksWhoFiltersAtEachShardItTakes(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	r := newTestReplica(client, "a", 2, &offset)
+	r.setMode(ctx, ModeClient) // as New found it at start
+	var asked []string
+	r.detect = func(_ context.Context, shard Shard) (Mode, error) {
+		asked = append(asked, shard.String())
+		return ModeServer, nil
+	}
+	r.round(ctx)
+	r.round(ctx)
+	if want := []string{"0-of-2", "1-of-2"}; !slices.Equal(asked, want) {
+		t.Errorf("asked who filters the shards %v, want %v", asked, want)
+	}
+	want := `# HELP samplecontroller_shard_filtering [ALPHA] 1 for who filters this replica's shards: server (the API ` +
+		`server applies the shardSelector, ShardedListAndWatch) or client (it sends every object, and the replica ` +
+		`drops the other shards').
+# TYPE samplecontroller_shard_filtering gauge
+samplecontroller_shard_filtering{mode="server"} 1
+`
+	if err := testutil.CollectAndCompare(metrics.ShardFiltering, strings.NewReader(want),
+		"samplecontroller_shard_filtering"); err != nil {
+		t.Error(err)
+	}
+}
+
+// A rollout that changes -shards: a replica of 4 shards shares them with
+// the members of 4 alone. A replica of 2 started beside it is no member of
+// its sharding, so it is given none of the 4 (which it would never take),
+// and takes none of its own while the 4's are held. Once the replica of 4
+// leaves, releasing every shard, the replica of 2 takes both of its own.
+func TestReplicasOfAnotherCountKeepEveryShardUntilTheyLeave(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	old := newTestReplica(client, "old", 4, &offset)
+	old.round(ctx)
+	old.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 4)); got != "[old old old old]" {
+		t.Fatalf("alone, old holds %v, want every shard of 4", got)
+	}
+	rolled := newTestReplica(client, "new", 2, &offset)
+	rolled.round(ctx) // its member Lease, of 2
+	member, err := client.CoordinationV1().Leases(leaseNamespace).Get(ctx, memberLeaseName(leaseSet, "new"),
+		metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := member.Labels[LabelShards]; got != "2" {
+		t.Errorf("the member Lease of a replica of 2 shards is labelled %s=%q, want \"2\"", LabelShards, got)
+	}
+	for range 2 {
+		old.round(ctx)
+		rolled.round(ctx)
+	}
+	if got := fmt.Sprint(holders(t, client, 4)); got != "[old old old old]" {
+		t.Errorf("with a replica of 2 beside it, the shards of 4 are held by %v, want old's all", got)
+	}
+	if got := fmt.Sprint(holders(t, client, 2)); got != "[ ]" {
+		t.Errorf("while the shards of 4 are held, the shards of 2 are held by %v, want none", got)
+	}
+	old.runUntilItHoldsEveryShard(t) // and leaves, releasing them
+	rolled.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 2)); got != "[new new]" {
+		t.Errorf("once old left, the shards of 2 are held by %v, want new's both", got)
+	}
+	if got := rolled.heldShards(); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("new runs the shards %v, want [0 1]", got)
+	}
+}
+
+// The unsharded leader's Lease held, a sharded replica gives up every shard
+// it holds (the leader waits for that, WaitUnsharded), its controllers
+// stopped and fences closed first, and takes none back while it is held.
+func TestAShardedReplicaGivesWayToTheUnshardedLeader(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	r := newTestReplica(client, "sharded", 2, &offset)
+	r.round(ctx)
+	r.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 2)); got != "[sharded sharded]" {
+		t.Fatalf("alone, the shards are held by %v, want sharded's both", got)
+	}
+	leader := newLease(leaseNamespace, leaseSet, leaseSet, "leader", 15*time.Second, time.Now())
+	delete(leader.Labels, LabelLeaseSet) // as client-go's Lease lock writes it
+	if _, err := client.CoordinationV1().Leases(leaseNamespace).Create(ctx, leader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.round(ctx)
+	waitReleased(t, client, 2, 0, 1)
+	for _, i := range []int{0, 1} {
+		c := r.controllerOf(i)
+		if !stopped(c) || c.scope.Fence.Check() == nil {
+			t.Errorf("shard %d released with its controller stopped %v, its fence open %v", i, stopped(c),
+				c.scope.Fence.Check() == nil)
+		}
+	}
+	r.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 2)); got != "[ ]" {
+		t.Errorf("while the leader's Lease is held, the shards are held by %v, want none", got)
+	}
+}
+
+// Two shardings that take at once: a replica of 2 shards reads the Leases,
+// finds none of another sharding's, and takes its own; in that instant a
+// replica of 4 takes one of its. Reading the Leases again before its first
+// write, the replica of 2 sees it, and gives back what it took, unused: no
+// Controller built, both Leases released.
+func TestShardsTakenAsAnotherShardingTookItsAreGivenBackUnused(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	r := newTestReplica(client, "new", 2, &offset)
+	r.round(ctx) // its member Lease
+	var racing sync.Once
+	client.PrependReactor("create", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if !strings.HasSuffix(action.(clienttesting.CreateAction).GetObject().(*coordinationv1.Lease).Name, "-of-2") {
+			return false, nil, nil
+		}
+		racing.Do(func() {
+			other := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{3, 4}), leaseSet, "other",
+				15*time.Second, time.Now())
+			other.ResourceVersion = "racing"
+			if err := client.Tracker().Add(other); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
+	r.round(ctx)
+	if got := fmt.Sprint(holders(t, client, 2)); got != "[ ]" {
+		t.Errorf("the shards taken as another sharding took its are held by %v, want given back", got)
+	}
+	r.mu.Lock()
+	built := len(r.built)
+	r.mu.Unlock()
+	if built != 0 || len(r.heldShards()) != 0 {
+		t.Errorf("built %d controllers and holds %v, want none", built, r.heldShards())
 	}
 }
 
@@ -887,6 +1072,9 @@ func TestLeasesNobodyRenewsArePruned(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	create := func(name, holder string) *coordinationv1.Lease {
 		lease := newLease(leaseNamespace, name, leaseSet, holder, 15*time.Second, start)
+		if isMemberLease(leaseSet, name) {
+			lease.Labels[LabelShards] = "4" // a's count: b is a member of a's sharding
+		}
 		if holder == "" {
 			release(lease)
 		}

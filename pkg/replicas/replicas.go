@@ -38,8 +38,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
-
-	"github.com/kube-samples/sample-controller/pkg/metrics"
 )
 
 // Controller is the controller of the repository root, of the Foos of one
@@ -155,16 +153,22 @@ func New[C Controller](ctx context.Context, cfg Config, shards, workers int, nam
 	if err != nil {
 		return nil, fmt.Errorf("building kubernetes clientset: %w", err)
 	}
-	// Whether the API server filters the shards, or this replica does: the same caches either way.
-	mode, err := DetectMode(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return kubeClient.AppsV1().Deployments(namespace).List(ctx, opts)
-	}, Shard{Index: 0, Count: shards})
+	// Whether the API server filters the shards, or this replica does: the
+	// same caches either way. Asked again at each shard taken, so that the
+	// metric follows the API servers' feature gate turned on or off.
+	detect := func(ctx context.Context, shard Shard) (Mode, error) {
+		return DetectMode(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return kubeClient.AppsV1().Deployments(namespace).List(ctx, opts)
+		}, shard)
+	}
+	mode, err := detect(ctx, Shard{Index: 0, Count: shards})
 	if err != nil {
 		return nil, err
 	}
-	metrics.ShardFiltering.WithLabelValues(string(mode)).Set(1)
 	klog.FromContext(ctx).Info("Shards filtered", "by", mode)
 	w.replica = NewReplica(shards, workers, cfg, leaseClient.CoordinationV1().Leases(cfg.Namespace), newController)
+	w.replica.detect = detect
+	w.replica.setMode(ctx, mode)
 	return w, nil
 }
 

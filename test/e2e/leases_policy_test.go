@@ -166,6 +166,13 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 		{"create Lease " + deployName + " with the set's label", create(with(lease(deployName), func(l *coordinationv1.Lease) {
 			l.Labels = map[string]string{replicas.LabelLeaseSet: deployName}
 		})), ownLeasesLabelsRefusal},
+		{"create Lease " + fresh + " of 999 shards", create(with(lease(fresh), func(l *coordinationv1.Lease) {
+			l.Labels[replicas.LabelShards] = "999"
+		})), ownLeasesLabelsRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2 labelled with its count",
+			create(with(lease(deployName+"-shard-0-of-2"), func(l *coordinationv1.Lease) {
+				l.Labels[replicas.LabelShards] = "2"
+			})), ownLeasesLabelsRefusal},
 		{"create Lease " + fresh + " with an annotation", create(with(lease(fresh), func(l *coordinationv1.Lease) {
 			l.Annotations = map[string]string{"planted": strings.Repeat("x", 10<<10)}
 		})), ownLeasesLabelsRefusal},
@@ -210,7 +217,10 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 		err  error
 	}{
 		{"create Lease " + deployName, create(lease(deployName))},
-		{"create Lease " + fresh, create(lease(fresh))},
+		{"create Lease " + fresh + " as an earlier release's replica", create(lease(fresh))},
+		{"create Lease " + fresh + " of 256 shards", create(with(lease(fresh), func(l *coordinationv1.Lease) {
+			l.Labels[replicas.LabelShards] = "256"
+		}))},
 		{"create Lease " + deployName + "-shard-0-of-2", create(lease(deployName + "-shard-0-of-2"))},
 		{"create Lease " + deployName + "-shard-255-of-256", create(lease(deployName + "-shard-255-of-256"))},
 		{"renew Lease " + deployName + " for 600 s", update(with(leader.DeepCopy(), func(l *coordinationv1.Lease) {

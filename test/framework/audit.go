@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -328,6 +329,176 @@ func WritesOutsideShards(events []AuditEvent, leaderships [][]Leadership, shardO
 		}
 	}
 	return out
+}
+
+// WritesOutsideLeases is WritesOutsideShards for replicas of several
+// shardings at once, as a rolling update that changes -shards runs them: it
+// lists the accepted writes to Deployments and Foos whose replica held none
+// of the Leases covering the object's namespace when the API server
+// received the write. leaderships are each Lease's, by name; covering names
+// the Leases whose holder may write for a namespace: the unsharded leader's,
+// and the namespace's shard of each count.
+func WritesOutsideLeases(events []AuditEvent, leaderships map[string][]Leadership,
+	covering func(namespace string) []string) []string {
+	var out []string
+	for i := range events {
+		e := &events[i]
+		if !e.fromController() || !e.accepted() || !e.isWrite() || !managedResource(e.ObjectRef.Resource) {
+			continue
+		}
+		names := covering(e.ObjectRef.Namespace)
+		if len(heldBy(leaderships, names, e.Replica(), e.Received)) > 0 {
+			continue
+		}
+		holders := make([]string, 0, len(names))
+		for _, name := range names {
+			holders = append(holders, name+": "+holderAt(leaderships[name], e.Received))
+		}
+		out = append(out, fmt.Sprintf("%s: %s held none of the Leases of its namespace then (%s)",
+			e, e.Replica(), strings.Join(holders, "; ")))
+	}
+	return out
+}
+
+// WritesByTwoReplicas lists the pairs of accepted writes to Deployments and
+// Foos of one namespace by two replicas, each inside a hold of its own of a
+// Lease covering the namespace, where each write came while both holds
+// lasted: two replicas writing for the same Foos at once. Holds that
+// overlap are not enough: a replica may hold a Lease and not write yet (the
+// unsharded leader waits for the shard holders to release theirs, and a
+// Lease taken over overlaps the last holder's for the moment its request
+// takes), so a write after the other's hold ended is a handover. A write
+// outside every covering hold of its replica is WritesOutsideLeases'.
+func WritesByTwoReplicas(events []AuditEvent, leaderships map[string][]Leadership,
+	covering func(namespace string) []string) []string {
+	type heldWrite struct {
+		e       *AuditEvent
+		replica string
+		holds   []namedHold
+	}
+	byNamespace := map[string][]heldWrite{}
+	for i := range events {
+		e := &events[i]
+		if !e.fromController() || !e.accepted() || !e.isWrite() || !managedResource(e.ObjectRef.Resource) {
+			continue
+		}
+		ns := e.ObjectRef.Namespace
+		if holds := heldBy(leaderships, covering(ns), e.Replica(), e.Received); len(holds) > 0 {
+			byNamespace[ns] = append(byNamespace[ns], heldWrite{e: e, replica: e.Replica(), holds: holds})
+		}
+	}
+	var out []string
+	for _, ns := range slices.Sorted(maps.Keys(byNamespace)) {
+		writes := byNamespace[ns]
+		for i, a := range writes {
+			for _, b := range writes[i+1:] {
+				if a.replica == b.replica {
+					continue
+				}
+			pair:
+				for _, ha := range a.holds {
+					for _, hb := range b.holds {
+						if ha.covers(b.e.Received) && hb.covers(a.e.Received) {
+							out = append(out, fmt.Sprintf("%s (holding %s) and %s (holding %s): each while both held",
+								a.e, ha, b.e, hb))
+							break pair
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// namedHold is a Leadership of the Lease name.
+type namedHold struct {
+	name string
+	Leadership
+}
+
+func (h namedHold) covers(at time.Time) bool {
+	return !at.Before(h.From) && (h.To.IsZero() || at.Before(h.To))
+}
+
+func (h namedHold) String() string {
+	return fmt.Sprintf("%s since %s", h.name, h.From.Format("15:04:05.000000"))
+}
+
+// heldBy are the holds by replica of the Leases names that cover at, with
+// ledAt's rule: a Leadership it acquired, or of its own identity.
+func heldBy(leaderships map[string][]Leadership, names []string, replica string, at time.Time) []namedHold {
+	var holds []namedHold
+	for _, name := range names {
+		for _, l := range leaderships[name] {
+			if h := (namedHold{name: name, Leadership: l}); (l.Replica == replica || l.Holder == replica) && h.covers(at) {
+				holds = append(holds, h)
+			}
+		}
+	}
+	return holds
+}
+
+// LongestUnheld is the longest stretch of [from, to] in which none of the
+// Leases names was held, counted from the first acquisition of one of them
+// when that came after from: the longest the Foos of a namespace they cover
+// had no replica that may reconcile them. A hold lasts until another
+// holder's acquisition or a release was answered (Leaderships): a Lease left
+// to expire counts as held until it is taken. Zero when there is no such
+// stretch; all of [from, to] when none of the Leases was ever acquired.
+func LongestUnheld(leaderships map[string][]Leadership, names []string, from, to time.Time) Window {
+	var holds []Leadership
+	for _, name := range names {
+		holds = append(holds, leaderships[name]...)
+	}
+	if len(holds) == 0 {
+		return Window{From: from, To: to}
+	}
+	slices.SortFunc(holds, func(a, b Leadership) int { return a.From.Compare(b.From) })
+	heldUntil := from // the end of the holds so far, once one began
+	if holds[0].From.After(heldUntil) {
+		heldUntil = holds[0].From
+	}
+	var longest Window
+	gap := func(start, end time.Time) {
+		if end.After(to) {
+			end = to
+		}
+		if end.Sub(start) > longest.To.Sub(longest.From) {
+			longest = Window{From: start, To: end}
+		}
+	}
+	for _, h := range holds {
+		if !heldUntil.Before(to) {
+			return longest
+		}
+		if h.From.After(heldUntil) {
+			gap(heldUntil, h.From)
+		}
+		if h.To.IsZero() {
+			return longest // held to the end
+		}
+		if h.To.After(heldUntil) {
+			heldUntil = h.To
+		}
+	}
+	if heldUntil.Before(to) {
+		gap(heldUntil, to)
+	}
+	return longest
+}
+
+// ControllerWrites counts the accepted writes to Deployments and Foos by the
+// controller, and the replicas that sent them: what the judges above judge.
+func ControllerWrites(events []AuditEvent) (writes, replicas int) {
+	by := map[string]bool{}
+	for i := range events {
+		if e := &events[i]; e.fromController() && e.accepted() && e.isWrite() && managedResource(e.ObjectRef.Resource) {
+			writes++
+			by[e.Replica()] = true
+		}
+	}
+	return writes, len(by)
 }
 
 // managedResource reports whether the controller writes resource: a kind a

@@ -100,12 +100,20 @@ func TestOwnLeasesPolicyAdmitsTheLeasesTheControllerWrites(t *testing.T) {
 				"<index>-of-<count> held by none, alone",
 		},
 		{
-			fmt.Sprintf("request.operation != 'CREATE' || (object.metadata.?labels.orValue({}) == "+
-				"(object.metadata.name == '%s' ? {} : {'%s': '%s'}) && "+
+			fmt.Sprintf("request.operation != 'CREATE' || "+
+				"((variables.member && '%[3]s' in object.metadata.?labels.orValue({}) ? "+
+				"object.metadata.labels.size() == 2 && "+
+				"object.metadata.labels.all(k, k == '%[2]s' || k == '%[3]s') && "+
+				"object.metadata.labels['%[2]s'] == '%[1]s' && "+
+				"object.metadata.labels['%[3]s'].matches('^[1-9][0-9]{0,2}$') && "+
+				"int(object.metadata.labels['%[3]s']) >= 2 && int(object.metadata.labels['%[3]s']) <= %[4]d : "+
+				"object.metadata.?labels.orValue({}) == (object.metadata.name == '%[1]s' ? {} : {'%[2]s': '%[1]s'})) && "+
 				"object.metadata.?annotations.orValue({}).size() == 0 && "+
 				"object.metadata.?finalizers.orValue([]).size() == 0 && "+
-				"object.metadata.?ownerReferences.orValue([]).size() == 0)", leader, replicas.LabelLeaseSet, leader),
-			fmt.Sprintf("the label %s: %s on member and shard Leases alone", replicas.LabelLeaseSet, leader),
+				"object.metadata.?ownerReferences.orValue([]).size() == 0)",
+				leader, replicas.LabelLeaseSet, replicas.LabelShards, options.MaxShards),
+			fmt.Sprintf("the label %s: %s on member and shard Leases alone, and %s: <count from 2 to %d> on member Leases",
+				replicas.LabelLeaseSet, leader, replicas.LabelShards, options.MaxShards),
 		},
 		{
 			"request.operation != 'UPDATE' || " +
