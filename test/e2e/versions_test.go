@@ -251,44 +251,6 @@ func TestWebhookDownRefusesOnlyTheOtherVersionAndLosesNothing(t *testing.T) {
 	}
 }
 
-// The webhook's CA is renewed under a running controller without a failed
-// read: the CRD trusts the next CA before any replica serves a certificate
-// it signed (pkg/certauthority). A CA that lasts 90 s is renewed after 60; a
-// reader in v1alpha1 reads throughout, and the controller ends up serving a
-// certificate of the new CA.
-func TestWebhookCARenewsWithoutAFailedRead(t *testing.T) {
-	ns := newNamespace(t, "ca-renewal")
-	ensureStandardCRD(t)
-	// A CA of its own, in a Secret of its own: the suite's stays as it is.
-	secret := "renewing-ca"
-	c := startController(t, "controller", controllerArgs(ns, "-webhook-namespace="+ns, "-webhook-ca-secret="+secret,
-		"-webhook-ca-validity=90s", "-webhook-cert-validity=90s")...)
-	waitControllerReady(t, c)
-	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
-	first := caOf(t, ns, secret)
-
-	reader := startAlphaReader(t, ns, foo.Name)
-
-	// The renewal is the controller's own work, due 60 s after the CA was
-	// made; the wait allows for a slow machine on top.
-	eventually(t, 3*time.Minute, "the controller to serve a certificate of the next CA", func(context.Context) (bool, error) {
-		next := caOf(t, ns, secret)
-		if next.Equal(first) {
-			return false, fmt.Errorf("the CA is still the first")
-		}
-		served, err := servedIssuer(c)
-		if err != nil {
-			return false, err
-		}
-		if served != next.Subject.String() {
-			return false, fmt.Errorf("served issuer %q, the next CA is %q", served, next.Subject)
-		}
-		return true, nil
-	})
-	// A few more reads with the new certificate.
-	reader.readsMore(t, "during the CA renewal")
-}
-
 // caOf returns the signing CA in the webhook's CA Secret ns/name.
 func caOf(t *testing.T, ns, name string) *x509.Certificate {
 	t.Helper()

@@ -73,20 +73,12 @@ func plantedCA(t *testing.T) (*x509.Certificate, []byte, []byte) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, certPEM := selfSignedCA(t, template, key)
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return c, certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // watchCABundles records every caBundle the Foo CRD holds from now until
@@ -177,38 +169,9 @@ func TestPlantedCAOfTheControllersKindNeverReachesTheCABundleAndTheAlertFires(t 
 	bundles := watchCABundles(t)
 
 	planted, plantedPEM, plantedKeyPEM := plantedCA(t)
-	secret, err := saKube.CoreV1().Secrets(deployNamespace).Get(ctx, secretName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get the CA Secret as %s: %v", deployServiceAccount, err)
-	}
-	secret.Data = map[string][]byte{"ca.crt": plantedPEM, "ca.key": plantedKeyPEM, "trusted.crt": plantedPEM}
-	if _, err := saKube.CoreV1().Secrets(deployNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("the swap as %s, which RBAC and the policies admit: %v", deployServiceAccount, err)
-	}
-
-	wantMessage := fmt.Sprintf("ca.crt holds CA %q (SHA-256 %x), which the controller could not have made: no CA "+
-		"this replica trusts endorsed it in ca.sig, as a replica that makes a CA does. It is not trusted: the caBundle "+
-		"of CRD %s keeps the CAs it had, and nothing is written. Find who wrote the Secret, then revoke the CA.",
-		planted.Subject.String(), sha256Of(planted), samplecontroller.FooCRDName)
-	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
-		events, err := secretEvents(ctx, deployNamespace, secretName, certauthority.ReasonRefusedCA)
-		if err != nil || len(events) == 0 {
-			return false, err
-		}
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
-		if err != nil {
-			return false, err
-		}
-		unendorsed := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(l map[string]string) bool {
-			return l["ca"] == "signing" && l["reason"] == "unendorsed"
-		})
-		all := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(map[string]string) bool { return true })
-		if unendorsed != 1 || all != 1 {
-			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v signing/unendorsed, %v in all; want 1 and 1",
-				unendorsed, all)
-		}
-		return true, nil
-	})
+	swapSigningCA(t, saKube.CoreV1().Secrets(deployNamespace), secretName,
+		deployServiceAccount+" (which RBAC and the policies admit)", plantedPEM, plantedKeyPEM)
+	waitRefusedSigningCA(t, c, deployNamespace, secretName, "unendorsed")
 	t.Run("the alert fires", func(t *testing.T) {
 		a := waitAlert(t, prom, "SampleControllerWebhookCAUntrusted", map[string]string{"namespace": deployNamespace}, "firing")
 		if a.Value != "1e+00" && a.Value != "1" {
@@ -216,42 +179,25 @@ func TestPlantedCAOfTheControllersKindNeverReachesTheCABundleAndTheAlertFires(t 
 		}
 	})
 	reader.readsMore(t, "with a planted CA in the Secret")
-	events, err := secretEvents(ctx, deployNamespace, secretName, certauthority.ReasonRefusedCA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Count != 1 ||
-		events[0].Message != wantMessage {
-		t.Errorf("events on the Secret: %s\nwant one Warning, once: %s", describeEvents(events), wantMessage)
-	}
+	wantOneWarning(t, deployNamespace, secretName, certauthority.ReasonRefusedCA, fmt.Sprintf("ca.crt holds CA %q "+
+		"(SHA-256 %x), which the controller could not have made: no CA this replica trusts endorsed it in ca.sig, as a "+
+		"replica that makes a CA does. It is not trusted: the caBundle of CRD %s keeps the CAs it had, and nothing is "+
+		"written. Find who wrote the Secret, then revoke the CA.",
+		planted.Subject.String(), sha256Of(planted), samplecontroller.FooCRDName))
 	if got, err := crdCABundle(ctx, t); err != nil || !bytes.Equal(got, bundle) {
 		t.Errorf("caBundle holds %q, want the signing CA %s alone, as before (%v)", subjects(certsOf(t, got)),
 			signer.Subject.CommonName, err)
 	}
 
 	// Revoke-now, as docs/api-versions.md gives it.
-	request := time.Now().UTC().Format(time.RFC3339)
-	kubectl(t, "annotate", "secret", secretName, "-n", deployNamespace,
-		certauthority.RevokeAnnotation+"="+request, "--overwrite")
-	eventually(t, 3*time.Minute, "the planted CA replaced and the revocation done", func(ctx context.Context) (bool, error) {
-		s, err := cluster.Kube.CoreV1().Secrets(deployNamespace).Get(ctx, secretName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if got := s.Annotations[certauthority.RevokedAnnotation]; got != request {
-			return false, fmt.Errorf("%s is %q, want %q", certauthority.RevokedAnnotation, got, request)
-		}
-		next := caOf(t, deployNamespace, secretName)
-		got, err := crdCABundle(ctx, t)
-		if err != nil || next.Equal(planted) || next.Equal(signer) || !bytes.Equal(got, s.Data["trusted.crt"]) ||
-			len(certsOf(t, got)) != 1 {
-			return false, fmt.Errorf("caBundle holds %q, want the new CA alone (%v)", subjects(certsOf(t, got)), err)
-		}
-		if len(s.Data["ca.sig"]) == 0 {
-			return false, fmt.Errorf("the new CA %s has no ca.sig: nothing endorsed it", next.Subject.CommonName)
-		}
-		return true, nil
-	})
+	request := revokeNow(t, deployNamespace, secretName)
+	waitRevoked(t, deployNamespace, secretName, request, "the planted CA replaced and the revocation done",
+		[]*x509.Certificate{planted, signer}, func(_ context.Context, s *corev1.Secret, next *x509.Certificate) error {
+			if len(s.Data["ca.sig"]) == 0 {
+				return fmt.Errorf("the new CA %s has no ca.sig: nothing endorsed it", next.Subject.CommonName)
+			}
+			return nil
+		})
 	t.Run("the alert resolves", func(t *testing.T) {
 		waitAlert(t, prom, "SampleControllerWebhookCAUntrusted", map[string]string{"namespace": deployNamespace}, "")
 	})

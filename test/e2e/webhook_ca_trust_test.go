@@ -20,12 +20,13 @@ package e2e
 
 // Only the controller's own CAs are trusted (pkg/certauthority): a CA written
 // into the CA Secret by hand, or into the CRD's caBundle, never reaches the
-// caBundle, nor does a signing CA the controller could not have made; revoke-now moves every replica to a new CA and drops the old,
-// without a failed read.
+// caBundle, nor does a signing CA the controller could not have made; revoke-now moves every replica to a new CA and
+// drops the old, without a failed read, and the CA it made renews under the same replicas.
 
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -49,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/certauthority"
@@ -72,12 +74,17 @@ func startControllerWithItsOwnCA(t *testing.T, name string) (ns, secretName stri
 }
 
 // alphaReader reads a Foo in v1alpha1, through the conversion webhook,
-// every 200 ms until stopped, and counts the reads that failed.
+// every readInterval until stopped, and counts the reads that failed.
 type alphaReader struct {
 	reads, failed atomic.Int64
 	lastErr       atomic.Value
 	stop, done    chan struct{}
 }
+
+// readInterval is the pause between two reads of an alphaReader: the
+// shorter, the narrower a window of failing calls that could pass between
+// two reads, and the sooner readsMore has its ten reads.
+const readInterval = 100 * time.Millisecond
 
 func startAlphaReader(t *testing.T, ns, name string) *alphaReader {
 	t.Helper()
@@ -88,7 +95,7 @@ func startAlphaReader(t *testing.T, ns, name string) *alphaReader {
 			select {
 			case <-r.stop:
 				return
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(readInterval):
 			}
 			r.reads.Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -132,11 +139,17 @@ func foreignCA(t *testing.T, name string) (*x509.Certificate, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	template := &x509.Certificate{
+	return selfSignedCA(t, &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
+	}, key)
+}
+
+// selfSignedCA signs template with key, and returns the certificate and
+// its PEM.
+func selfSignedCA(t *testing.T, template *x509.Certificate, key crypto.Signer) (*x509.Certificate, []byte) {
+	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -242,17 +255,10 @@ func TestForeignCANeverReachesTheCABundle(t *testing.T) {
 		}
 	}
 	reader.readsMore(t, "with a foreign CA in the Secret")
-	events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonForeignCA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantMessage := fmt.Sprintf("trusted.crt holds CA %q (SHA-256 %x), which the signing CA did not endorse: it is "+
-		"left out of the caBundle of CRD %s. Someone other than the controller wrote it; remove it from the Secret.",
-		planted.Subject.String(), sha256Of(planted), samplecontroller.FooCRDName)
-	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Count != 1 ||
-		events[0].Message != wantMessage {
-		t.Errorf("events on the Secret: %s\nwant one Warning, once: %s", describeEvents(events), wantMessage)
-	}
+	wantOneWarning(t, ns, secretName, certauthority.ReasonForeignCA, fmt.Sprintf("trusted.crt holds CA %q "+
+		"(SHA-256 %x), which the signing CA did not endorse: it is left out of the caBundle of CRD %s. Someone other "+
+		"than the controller wrote it; remove it from the Secret.",
+		planted.Subject.String(), sha256Of(planted), samplecontroller.FooCRDName))
 	bundle, err := crdCABundle(ctx, t)
 	if err != nil {
 		t.Fatal(err)
@@ -306,61 +312,201 @@ func TestForeignCANeverReachesTheCABundle(t *testing.T) {
 	reader.readsMore(t, "with the Secret deleted and a foreign CA in the caBundle")
 }
 
-// Revoke-now, with two replicas serving the webhook and a reader in
-// v1alpha1 every 200 ms: one annotation, as docs/operations.md gives it,
-// and afterwards the caBundle holds the new CA alone, both replicas serve
-// certificates it signed, and no read failed.
-func TestRevokeNowMovesEveryReplicaWithoutAFailedRead(t *testing.T) {
-	ns := newNamespace(t, "revoke-ca")
-	ensureStandardCRD(t)
-	secretName := "revoked-ca"
-	args := []string{"-namespace=" + ns, "-leader-elect=true", "-leader-elect-namespace=" + ns,
-		"-leader-elect-id=revoke", "-webhook-namespace=" + ns, "-webhook-ca-secret=" + secretName}
-	a, b := startController(t, "replica-a", args...), startController(t, "replica-b", args...)
-	waitControllerReady(t, a)
-	waitControllerReady(t, b)
-	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
-	old := caOf(t, ns, secretName)
-	reader := startAlphaReader(t, ns, foo.Name)
-	reader.readsMore(t, "before the revocation")
+// wantOneWarning fails t unless the Secret ns/name has one event of
+// reason, a Warning reported once, that says message.
+func wantOneWarning(t *testing.T, ns, name, reason, message string) {
+	t.Helper()
+	events, err := secretEvents(context.Background(), ns, name, reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Count != 1 ||
+		events[0].Message != message {
+		t.Errorf("events on the Secret: %s\nwant one Warning, once: %s", describeEvents(events), message)
+	}
+}
 
+// refusedCAs is samplecontroller_webhook_refused_cas in samples, summed
+// over the series that match.
+func refusedCAs(samples []framework.Sample, match func(map[string]string) bool) float64 {
+	return framework.Sum(samples, "samplecontroller_webhook_refused_cas", match)
+}
+
+// swapSigningCA rewrites the CA Secret name through secrets, as whoever
+// may update it would: certPEM the signing CA, keyPEM its key, and certPEM
+// alone trusted. as names the client's user for a failure.
+func swapSigningCA(t *testing.T, secrets corev1client.SecretInterface, name, as string, certPEM, keyPEM []byte) {
+	t.Helper()
+	ctx := context.Background()
+	secret, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get the CA Secret as %s: %v", as, err)
+	}
+	secret.Data = map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM, "trusted.crt": certPEM}
+	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the swap as %s: %v", as, err)
+	}
+}
+
+// waitRefusedSigningCA waits until the Secret ns/name has a Warning event
+// RefusedCA and c's samplecontroller_webhook_refused_cas counts one CA in
+// all: the signing one, refused for reason.
+func waitRefusedSigningCA(t *testing.T, c *framework.Controller, ns, name, reason string) {
+	t.Helper()
+	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
+		events, err := secretEvents(ctx, ns, name, certauthority.ReasonRefusedCA)
+		if err != nil || len(events) == 0 {
+			return false, err
+		}
+		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+		if err != nil {
+			return false, err
+		}
+		refused := refusedCAs(samples, func(l map[string]string) bool {
+			return l["ca"] == "signing" && l["reason"] == reason
+		})
+		all := refusedCAs(samples, func(map[string]string) bool { return true })
+		if refused != 1 || all != 1 {
+			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v signing/%s, %v in all; want 1 and 1",
+				refused, reason, all)
+		}
+		return true, nil
+	})
+}
+
+// revokeNow revokes every CA the caBundle of the Secret ns/name trusts, by
+// the one annotation docs/operations.md gives, and returns its value.
+func revokeNow(t *testing.T, ns, name string) string {
+	t.Helper()
 	request := time.Now().UTC().Format(time.RFC3339)
-	kubectl(t, "annotate", "secret", secretName, "-n", ns, certauthority.RevokeAnnotation+"="+request, "--overwrite")
+	kubectl(t, "annotate", "secret", name, "-n", ns, certauthority.RevokeAnnotation+"="+request, "--overwrite")
+	return request
+}
 
-	// The replicas' own work: settle (15 s) and the grace of 60 s after
-	// the new caBundle is seen; the wait allows for a slow machine.
-	eventually(t, 3*time.Minute, "the old CA dropped and both replicas moved", func(ctx context.Context) (bool, error) {
-		s, err := cluster.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+// waitRevoked waits until the revocation request of the Secret ns/name is
+// done: the Secret marked revoked, its signing CA none of replaced,
+// trusted.crt that CA alone, the caBundle equal to trusted.crt, and more
+// (when not nil) holds of the Secret and that CA; then the Secret must no longer be
+// marked revoking. It returns the signing CA.
+func waitRevoked(t *testing.T, ns, name, request, what string, replaced []*x509.Certificate,
+	more func(context.Context, *corev1.Secret, *x509.Certificate) error) *x509.Certificate {
+	t.Helper()
+	var next *x509.Certificate
+	// The replicas' own work: the settle (15 s) and the grace of 60 s
+	// after the new caBundle is seen; the wait allows for a slow machine.
+	eventually(t, 3*time.Minute, what, func(ctx context.Context) (bool, error) {
+		s, err := cluster.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if got := s.Annotations[certauthority.RevokedAnnotation]; got != request {
 			return false, fmt.Errorf("%s is %q, want %q", certauthority.RevokedAnnotation, got, request)
 		}
-		next := caOf(t, ns, secretName)
-		trusted := certsOf(t, s.Data["trusted.crt"])
-		if len(trusted) != 1 || !trusted[0].Equal(next) || next.Equal(old) {
+		signing := certsOf(t, s.Data["ca.crt"])
+		if len(signing) != 1 {
+			return false, fmt.Errorf("ca.crt holds %q, want one CA", subjects(signing))
+		}
+		for _, r := range replaced {
+			if signing[0].Equal(r) {
+				return false, fmt.Errorf("the signing CA is still %s", r.Subject.CommonName)
+			}
+		}
+		if trusted := certsOf(t, s.Data["trusted.crt"]); len(trusted) != 1 || !trusted[0].Equal(signing[0]) {
 			return false, fmt.Errorf("trusted.crt holds %q, want the new CA alone", subjects(trusted))
 		}
 		bundle, err := crdCABundle(ctx, t)
 		if err != nil || !bytes.Equal(bundle, s.Data["trusted.crt"]) {
 			return false, fmt.Errorf("caBundle holds %q, want trusted.crt (%v)", subjects(certsOf(t, bundle)), err)
 		}
-		for _, c := range []*framework.Controller{a, b} {
-			served, err := servedIssuer(c)
-			if err != nil || served != next.Subject.String() {
-				return false, fmt.Errorf("%s serves a certificate of %q, want %q (%v)", c.Name, served, next.Subject, err)
+		if more != nil {
+			if err := more(ctx, s, signing[0]); err != nil {
+				return false, err
 			}
 		}
+		next = signing[0]
 		return true, nil
 	})
-	if _, ok := mustSecret(t, ns, secretName).Annotations[certauthority.RevokingAnnotation]; ok {
+	if _, ok := mustSecret(t, ns, name).Annotations[certauthority.RevokingAnnotation]; ok {
 		t.Errorf("%s left on the Secret after the revocation", certauthority.RevokingAnnotation)
 	}
-	reader.readsMore(t, "through the revocation")
-	if !strings.Contains(a.Log()+b.Log(), "Revoked every conversion webhook CA but the signing one") {
-		t.Error("neither replica logged the revocation")
+	return next
+}
+
+// renewingCAValidity is the CA and serving certificate validity of the
+// replicas of TestWebhookCARevokedThenRenewedUnderTwoReplicasWithoutAFailedRead.
+// A CA renews two thirds into its life: the one the revocation makes must
+// renew after the revocation has dropped the old, the grace of 60 s after
+// the new caBundle is seen, and each second beyond is waited for. The
+// renewal coming first would not make either proof pass untrue, only
+// later: the revocation would then finish on the renewed CA, and the
+// renewal proven would be the next one.
+const renewingCAValidity = 105 * time.Second
+
+// Two replicas serve the webhook and a reader in v1alpha1 reads throughout.
+// Revoke-now, one annotation as docs/operations.md gives it: afterwards the
+// caBundle holds the new CA alone, both replicas serve certificates it
+// signed, and no read failed. Then that CA, made to last
+// renewingCAValidity, is renewed under the same replicas without a failed
+// read: the CRD trusts the next CA before any replica serves a certificate
+// it signed (pkg/certauthority), and both end up serving one.
+func TestWebhookCARevokedThenRenewedUnderTwoReplicasWithoutAFailedRead(t *testing.T) {
+	ns := newNamespace(t, "revoke-renew-ca")
+	ensureStandardCRD(t)
+	secretName := "revoked-then-renewed-ca"
+	args := []string{"-namespace=" + ns, "-leader-elect=true", "-leader-elect-namespace=" + ns,
+		"-leader-elect-id=revoke-renew", "-webhook-namespace=" + ns, "-webhook-ca-secret=" + secretName,
+		"-webhook-ca-validity=" + renewingCAValidity.String(), "-webhook-cert-validity=" + renewingCAValidity.String()}
+	a, b := startController(t, "replica-a", args...), startController(t, "replica-b", args...)
+	waitControllerReady(t, a)
+	waitControllerReady(t, b)
+	foo := createFoo(t, newFoo(ns, "read", "read", int32p(1)))
+	reader := startAlphaReader(t, ns, foo.Name)
+	// bothServe is nil once both replicas serve a certificate of ca.
+	bothServe := func(ca *x509.Certificate) error {
+		for _, c := range []*framework.Controller{a, b} {
+			served, err := servedIssuer(c)
+			if err != nil || served != ca.Subject.String() {
+				return fmt.Errorf("%s serves a certificate of %q, want %q (%v)", c.Name, served, ca.Subject, err)
+			}
+		}
+		return nil
 	}
+
+	var revokedTo *x509.Certificate
+	if !t.Run("RevokeNowMovesEveryReplicaWithoutAFailedRead", func(t *testing.T) {
+		old := caOf(t, ns, secretName)
+		reader.readsMore(t, "before the revocation")
+		request := revokeNow(t, ns, secretName)
+		revokedTo = waitRevoked(t, ns, secretName, request, "the old CA dropped and both replicas moved",
+			[]*x509.Certificate{old}, func(_ context.Context, _ *corev1.Secret, next *x509.Certificate) error {
+				return bothServe(next)
+			})
+		reader.readsMore(t, "through the revocation")
+		if !strings.Contains(a.Log()+b.Log(), "Revoked every conversion webhook CA but the signing one") {
+			t.Error("neither replica logged the revocation")
+		}
+	}) {
+		t.Fatal("the revocation failed: the renewal of the CA it makes is not tried")
+	}
+
+	t.Run("WebhookCARenewsWithoutAFailedRead", func(t *testing.T) {
+		if revokedTo == nil {
+			t.Fatal("the CA renewed is the one the revocation makes: run the subtest before this one too")
+		}
+		// The renewal is the controller's own work, due two thirds into
+		// the CA's life, and the settle after; the wait allows for a slow
+		// machine on top.
+		eventually(t, 3*time.Minute, "both replicas serving a certificate of the next CA",
+			func(context.Context) (bool, error) {
+				next := caOf(t, ns, secretName)
+				if next.Equal(revokedTo) {
+					return false, fmt.Errorf("the CA is still the one the revocation made")
+				}
+				err := bothServe(next)
+				return err == nil, err
+			})
+		reader.readsMore(t, "through the CA renewal")
+	})
 }
 
 func mustSecret(t *testing.T, ns, name string) *corev1.Secret {
@@ -384,9 +530,7 @@ func sha256Of(c *x509.Certificate) []byte {
 // replaces it by a CA of the controller's.
 func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
 	ns, secretName, c, signer, reader := startControllerWithItsOwnCA(t, "swapped-ca")
-	secrets := cluster.Kube.CoreV1().Secrets(ns)
-	ctx := context.Background()
-	bundle, err := crdCABundle(ctx, t)
+	bundle, err := crdCABundle(context.Background(), t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,89 +539,36 @@ func TestSwappedWeakCAIsRefusedAndKeptOutOfTheCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	template := &x509.Certificate{
+	swapped, swappedPEM := selfSignedCA(t, &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: fmt.Sprintf("sample-controller-webhook-ca@%d", time.Now().Unix())},
 		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	swapped, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	swappedPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}, key)
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	secret, err := secrets.Get(ctx, secretName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret.Data = map[string][]byte{"ca.crt": swappedPEM, "ca.key": keyPEM, "trusted.crt": swappedPEM}
-	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, convergeTimeout, "the Warning event and the metric", func(ctx context.Context) (bool, error) {
-		events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonRefusedCA)
-		if err != nil || len(events) == 0 {
-			return false, err
-		}
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
-		if err != nil {
-			return false, err
-		}
-		refused := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(l map[string]string) bool {
-			return l["ca"] == "signing" && l["reason"] == "key"
-		})
-		all := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(map[string]string) bool { return true })
-		if refused != 1 || all != 1 {
-			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v signing/key, %v in all; want 1 and 1", refused, all)
-		}
-		return true, nil
-	})
+	swapSigningCA(t, cluster.Kube.CoreV1().Secrets(ns), secretName, "the suite's admin", swappedPEM, keyPEM)
+	waitRefusedSigningCA(t, c, ns, secretName, "key")
 	reader.readsMore(t, "with a weak CA swapped into the Secret")
-	events, err := secretEvents(ctx, ns, secretName, certauthority.ReasonRefusedCA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantMessage := fmt.Sprintf("ca.crt holds CA %q (SHA-256 %x), which the controller could not have made: its key is "+
-		"RSA 1024-bit, not ECDSA P-256. It is not trusted: the caBundle of CRD %s keeps the CAs it had, and nothing is "+
-		"written. Find who wrote the Secret, then revoke the CA.",
-		swapped.Subject.String(), sha256Of(swapped), samplecontroller.FooCRDName)
-	if len(events) != 1 || events[0].Type != corev1.EventTypeWarning || events[0].Message != wantMessage {
-		t.Errorf("events on the Secret: %s\nwant one Warning: %s", describeEvents(events), wantMessage)
-	}
-	if got, err := crdCABundle(ctx, t); err != nil || !bytes.Equal(got, bundle) {
+	wantOneWarning(t, ns, secretName, certauthority.ReasonRefusedCA, fmt.Sprintf("ca.crt holds CA %q (SHA-256 %x), "+
+		"which the controller could not have made: its key is RSA 1024-bit, not ECDSA P-256. It is not trusted: the "+
+		"caBundle of CRD %s keeps the CAs it had, and nothing is written. Find who wrote the Secret, then revoke the CA.",
+		swapped.Subject.String(), sha256Of(swapped), samplecontroller.FooCRDName))
+	if got, err := crdCABundle(context.Background(), t); err != nil || !bytes.Equal(got, bundle) {
 		t.Errorf("caBundle holds %q, want the signing CA %s alone, as before (%v)", subjects(certsOf(t, got)),
 			signer.Subject.CommonName, err)
 	}
 
-	request := time.Now().UTC().Format(time.RFC3339)
-	kubectl(t, "annotate", "secret", secretName, "-n", ns, certauthority.RevokeAnnotation+"="+request, "--overwrite")
-	eventually(t, 3*time.Minute, "the swapped CA replaced and the revocation done", func(ctx context.Context) (bool, error) {
-		s, err := secrets.Get(ctx, secretName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if got := s.Annotations[certauthority.RevokedAnnotation]; got != request {
-			return false, fmt.Errorf("%s is %q, want %q", certauthority.RevokedAnnotation, got, request)
-		}
-		next := caOf(t, ns, secretName)
-		got, err := crdCABundle(ctx, t)
-		if err != nil || next.Equal(swapped) || next.Equal(signer) || !bytes.Equal(got, s.Data["trusted.crt"]) ||
-			len(certsOf(t, got)) != 1 {
-			return false, fmt.Errorf("caBundle holds %q, want the new CA alone (%v)", subjects(certsOf(t, got)), err)
-		}
-		samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
-		if err != nil {
-			return false, err
-		}
-		if all := framework.Sum(samples, "samplecontroller_webhook_refused_cas", func(map[string]string) bool { return true }); all != 0 {
-			return false, fmt.Errorf("samplecontroller_webhook_refused_cas %v, want 0", all)
-		}
-		return true, nil
-	})
+	request := revokeNow(t, ns, secretName)
+	waitRevoked(t, ns, secretName, request, "the swapped CA replaced and the revocation done",
+		[]*x509.Certificate{swapped, signer}, func(ctx context.Context, _ *corev1.Secret, _ *x509.Certificate) error {
+			samples, err := framework.ScrapeURL(ctx, c.MetricsURL())
+			if err != nil {
+				return err
+			}
+			if all := refusedCAs(samples, func(map[string]string) bool { return true }); all != 0 {
+				return fmt.Errorf("samplecontroller_webhook_refused_cas %v, want 0", all)
+			}
+			return nil
+		})
 	reader.readsMore(t, "through the revocation of the swapped CA")
 }

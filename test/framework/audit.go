@@ -490,7 +490,7 @@ func LongestUnheld(leaderships map[string][]Leadership, names []string, from, to
 
 // ControllerWrites counts the accepted writes to Deployments and Foos by the
 // controller, and the replicas that sent them: what the judges above judge.
-func ControllerWrites(events []AuditEvent) (writes, replicas int) {
+func ControllerWrites(events []AuditEvent) (writes, writers int) {
 	by := map[string]bool{}
 	for i := range events {
 		if e := &events[i]; e.fromController() && e.accepted() && e.isWrite() && managedResource(e.ObjectRef.Resource) {
