@@ -823,8 +823,9 @@ func (r *Replica[C]) HasSynced() bool {
 // cfg.Name, of any count: seen released, or unchanged for the lease duration.
 // The unsharded leader calls it before its first write, so that a rolling
 // update from several shards to one never has the new leader and the old
-// shard holders write at once, as a sharded replica takes no shard while the
-// leader's Lease is held (Replica.otherWriter). Replicas without the
+// shard holders write at once: a sharded replica gives its shards up, and
+// takes none, while the leader's Lease is held (Replica.round), so the wait
+// lasts a round and a release. Replicas without the
 // sharding Role's list cannot have been sharded: it returns at once.
 func WaitUnsharded(ctx context.Context, cfg Config, leases coordinationclient.LeaseInterface) error {
 	logger := klog.FromContext(ctx)

@@ -166,6 +166,10 @@ func New[C Controller](ctx context.Context, cfg Config, shards, workers int, nam
 		return nil, err
 	}
 	klog.FromContext(ctx).Info("Shards filtered", "by", mode)
+	if mode == ModeClient {
+		klog.FromContext(ctx).Info("The API server sends every object to each shard's list and watch: " +
+			"give -shards the number of replicas, one shard each (docs/operations.md, Sharding)")
+	}
 	w.replica = NewReplica(shards, workers, cfg, leaseClient.CoordinationV1().Leases(cfg.Namespace), newController)
 	w.replica.detect = detect
 	w.replica.setMode(ctx, mode)
