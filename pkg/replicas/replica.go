@@ -269,7 +269,7 @@ func (r *Replica[C]) round(ctx context.Context) {
 				taken = append(taken, t)
 			}
 		}
-		r.confirm(ctx, requests, taken)
+		r.confirm(ctx, taken)
 	}
 	r.pruneLeases(requests, leases, now)
 }
@@ -524,11 +524,16 @@ func (r *Replica[C]) take(ctx context.Context, shard Shard, lease *coordinationv
 // too, and gives back as well (both take again at a later round, at
 // jittered times, so seldom again at once). Unconfirmed, nothing is
 // started: the shards are released.
-func (r *Replica[C]) confirm(ctx, requests context.Context, shards []taken) {
+func (r *Replica[C]) confirm(ctx context.Context, shards []taken) {
 	if len(shards) == 0 {
 		return
 	}
 	logger := klog.FromContext(ctx)
+	// A renew deadline of its own, not what the round's List and takes
+	// left of theirs: on a slow API server that would run out here at every
+	// round, and no shard would ever be confirmed.
+	requests, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline)
+	defer cancel()
 	other := ""
 	list, err := r.leases.List(requests, metav1.ListOptions{})
 	if err == nil {

@@ -445,6 +445,39 @@ samplecontroller_shard_filtering{mode="server"} 1
 	}
 }
 
+// slowList answers each List after delay, or fails once its context ends
+// first: an API server slow to list.
+type slowList struct {
+	coordinationclient.LeaseInterface
+	delay time.Duration
+}
+
+func (s *slowList) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(s.delay):
+	}
+	return s.LeaseInterface.List(ctx, opts)
+}
+
+// On an API server slow to list, each List taking most of the renew
+// deadline, a replica still takes and starts its shards: the reading after
+// its takes has a renew deadline of its own, not what the round's List left.
+func TestASlowListStillConfirmsTheShardsTaken(t *testing.T) {
+	ctx := context.Background()
+	client := leaseServer()
+	var offset atomic.Int64
+	r := newTestReplica(client, "a", 2, &offset)
+	r.cfg.RenewDeadline = 300 * time.Millisecond
+	r.leases = &slowList{LeaseInterface: client.CoordinationV1().Leases(leaseNamespace), delay: 200 * time.Millisecond}
+	r.round(ctx)
+	r.round(ctx)
+	if got := r.heldShards(); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("with each List taking 200 ms of a 300 ms renew deadline, a runs the shards %v, want [0 1]", got)
+	}
+}
+
 // A rollout that changes -shards: a replica of 4 shards shares them with
 // the members of 4 alone. A replica of 2 started beside it is no member of
 // its sharding, so it is given none of the 4 (which it would never take),
