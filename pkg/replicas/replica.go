@@ -69,9 +69,14 @@ type Replica[C Controller] struct {
 	// observed is when this replica saw each Lease change, by name, of the
 	// Leases its last List returned: the round's alone.
 	observed map[string]observation
-	// firstSeen is when this replica first saw each of those Leases
+	// firstSeen is when this replica first saw each of those Leases, and
+	// restarted the member Leases of a replica that restarted in its pod
 	// (liveMembers).
 	firstSeen map[string]time.Time
+	restarted map[string]bool
+	// hosts is the identity of the last member this replica saw of each
+	// host, and when.
+	hosts map[string]hostMember
 
 	mu        sync.Mutex
 	mode      Mode // who filters the shards, as last asked (detect)
@@ -122,8 +127,8 @@ func NewReplica[C Controller](count, workers int, cfg Config, leases coordinatio
 	return &Replica[C]{
 		count: count, workers: workers, cfg: cfg, leases: leases, newController: newController,
 		syncs: NewSyncs(workers), now: time.Now,
-		observed: map[string]observation{}, firstSeen: map[string]time.Time{},
-		held: map[int]*heldShard[C]{}, releasing: map[int]bool{},
+		observed: map[string]observation{}, firstSeen: map[string]time.Time{}, restarted: map[string]bool{},
+		hosts: map[string]hostMember{}, held: map[int]*heldShard[C]{}, releasing: map[int]bool{},
 	}
 }
 
@@ -274,27 +279,82 @@ func (r *Replica[C]) round(ctx context.Context) {
 	r.pruneLeases(requests, leases, now)
 }
 
-// observe notes when this replica saw each Lease of list change, and
-// returns them by name.
+// observe notes when this replica saw each Lease of list change, and which
+// member Leases are of replicas that restarted (liveMembers), and returns
+// the Leases by name.
 func (r *Replica[C]) observe(list *coordinationv1.LeaseList, now time.Time) map[string]*coordinationv1.Lease {
 	leases := map[string]*coordinationv1.Lease{}
+	byHost := map[string][]*coordinationv1.Lease{} // member Leases held, by their replica's host
+	var appeared []*coordinationv1.Lease
 	for i := range list.Items {
 		lease := &list.Items[i]
 		leases[lease.Name] = lease
 		if seen, ok := r.observed[lease.Name]; !ok || seen.resourceVersion != lease.ResourceVersion {
 			r.observed[lease.Name] = observation{resourceVersion: lease.ResourceVersion, at: now}
 		}
+		if !isMemberLease(r.cfg.Name, lease.Name) || holderOf(lease) == "" {
+			continue
+		}
+		host := hostOf(holderOf(lease))
+		byHost[host] = append(byHost[host], lease)
 		if _, ok := r.firstSeen[lease.Name]; !ok {
 			r.firstSeen[lease.Name] = now
+			appeared = append(appeared, lease)
 		}
 	}
 	for name := range r.observed {
 		if leases[name] == nil {
 			delete(r.observed, name) // gone: seen afresh if it comes back
 			delete(r.firstSeen, name)
+			delete(r.restarted, name)
+		}
+	}
+	// A member Lease that appeared is a restart if its host had another
+	// member before it: one still listed, acquired earlier (by the same
+	// node's clock), or one this replica saw within restartMemory.
+	for _, lease := range appeared {
+		holder := holderOf(lease)
+		host := hostOf(holder)
+		last, remembered := r.hosts[host]
+		restarted := remembered && last.identity != holder && now.Sub(last.at) < restartMemory
+		for _, other := range byHost[host] {
+			if holderOf(other) != holder && acquired(other).Before(acquired(lease)) {
+				restarted = true
+			}
+		}
+		if restarted {
+			r.restarted[lease.Name] = true
+		}
+	}
+	for host, members := range byHost {
+		newest := slices.MaxFunc(members, func(a, b *coordinationv1.Lease) int {
+			return acquired(a).Compare(acquired(b))
+		})
+		r.hosts[host] = hostMember{identity: holderOf(newest), at: now}
+	}
+	for host, last := range r.hosts {
+		if now.Sub(last.at) >= restartMemory {
+			delete(r.hosts, host)
 		}
 	}
 	return leases
+}
+
+// hostOf is the host of a replica's identity, <host>_<UUID> (NewIdentity):
+// its pod's name in a cluster, the same after a restart of its container.
+func hostOf(identity string) string {
+	if i := strings.LastIndex(identity, "_"); i > 0 {
+		return identity[:i]
+	}
+	return identity
+}
+
+// acquired is when the Lease's holder took it, zero if unknown.
+func acquired(lease *coordinationv1.Lease) time.Time {
+	if lease.Spec.AcquireTime == nil {
+		return time.Time{}
+	}
+	return lease.Spec.AcquireTime.Time
 }
 
 // startRelease gives up the shard h in the background (release), unless it
@@ -317,25 +377,26 @@ func (r *Replica[C]) heldNow() []*heldShard[C] {
 }
 
 // liveMembers are the identities of the replicas of this one's count whose
-// member Lease this replica saw renewed within the lease duration, and has
-// seen for a lease duration at least (settled): the members the shards are
-// shared out among. A replica of another count, or of a release whose
-// member Leases carry no count, is left out: it would be assigned shards it
-// never takes, which would go unheld for as long as both run (a rollout that
-// changes -shards). A release's replicas of the same count still share out
-// the shards apart, but each takes only a shard released or gone
-// unrenewed, and the newer share them all among themselves: a shard the
-// older give up is always taken.
+// member Lease this replica saw renewed within the lease duration, itself
+// among them: the members the shards are shared out among. A replica of
+// another count, or of a release whose member Leases carry no count, is
+// left out: it would be assigned shards it never takes, which would go
+// unheld for as long as both run (a rollout that changes -shards). A
+// release's replicas of the same count still share out the shards apart,
+// but each takes only a shard released or gone unrenewed, and the newer
+// share them all among themselves: a shard the older give up is always
+// taken.
 //
-// A replica is given shards once it has been a member for a lease duration,
-// as seen here: one that crashes sooner, as a crash-looping replica does
-// (a new identity each start), pulls no shard to itself, each pull a
-// handover, a cold list and, at the crash, a lease duration unheld. Until
-// then, the others keep its share. Where no live member has settled yet (a
-// first start, every replica new), they all count: there is no settled
-// replica to keep the shards.
+// A replica that restarted in its pod (its host seen before with another
+// identity: a crash, or a crash loop, which gives it a new identity at each
+// start) is given shards once this replica has seen it for the lease
+// duration: one that crashes again sooner pulls no shard to itself, each
+// pull a handover, a cold list and, at the crash, a lease duration unheld.
+// Until then the others keep its share. A new pod counts at once, so that a
+// rollout's new replicas take their shares as the old leave. Where no live
+// member counts yet, they all count: there is none to keep the shards.
 func (r *Replica[C]) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) []string {
-	var live, settled []string
+	var live, counted []string
 	count := strconv.Itoa(r.count)
 	for name, lease := range leases {
 		if lease.Labels[LabelLeaseSet] != r.cfg.Name || !isMemberLease(r.cfg.Name, name) ||
@@ -347,18 +408,38 @@ func (r *Replica[C]) liveMembers(leases map[string]*coordinationv1.Lease, now ti
 			continue
 		}
 		live = append(live, holder)
-		if now.Sub(r.firstSeen[name]) >= r.cfg.LeaseDuration {
-			settled = append(settled, holder)
+		if !r.restarted[name] || now.Sub(r.firstSeen[name]) >= r.cfg.LeaseDuration {
+			counted = append(counted, holder)
 		}
 	}
-	if len(settled) > 0 {
-		return settled
-	}
+	// Itself, whatever its member Lease looks like here (not written yet,
+	// or its renewals failing): the others see it live for as long as it
+	// renews its shards, and it keeps them; unless it restarted, as the
+	// others see.
+	self := memberLeaseName(r.cfg.Name, r.cfg.Identity)
 	if !slices.Contains(live, r.cfg.Identity) {
-		live = append(live, r.cfg.Identity) // its member Lease not written yet
+		live = append(live, r.cfg.Identity)
+	}
+	if (!r.restarted[self] || now.Sub(r.firstSeen[self]) >= r.cfg.LeaseDuration) &&
+		!slices.Contains(counted, r.cfg.Identity) {
+		counted = append(counted, r.cfg.Identity)
+	}
+	if len(counted) > 0 {
+		return counted
 	}
 	return live
 }
+
+// hostMember is the identity of a member, and when it was last seen live.
+type hostMember struct {
+	identity string
+	at       time.Time
+}
+
+// restartMemory is how long a replica remembers the last member of each
+// host: past kubelet's longest back-off between the restarts of a
+// crash-looping container, five minutes.
+const restartMemory = 10 * time.Minute
 
 // pruneLeases removes the Leases of its set that this replica has seen
 // unchanged for twice the lease duration, and that no replica renews: it
@@ -461,7 +542,13 @@ func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Leas
 	var err error
 	if lease == nil {
 		lease = newMemberLease(r.cfg.Namespace, r.cfg.Name, r.cfg.Identity, r.count, r.cfg.LeaseDuration, now)
-		_, err = r.leases.Create(ctx, lease, metav1.CreateOptions{})
+		if _, err = r.leases.Create(ctx, lease, metav1.CreateOptions{}); err == nil {
+			// Seen from now, as the others see it from their next round; a
+			// restart if its host had another member (observe).
+			r.firstSeen[lease.Name] = now
+			last, ok := r.hosts[hostOf(r.cfg.Identity)]
+			r.restarted[lease.Name] = ok && last.identity != r.cfg.Identity && now.Sub(last.at) < restartMemory
+		}
 	} else {
 		hold(lease, r.cfg.Identity, r.cfg.LeaseDuration, now)
 		_, err = r.leases.Update(ctx, lease, metav1.UpdateOptions{})

@@ -380,37 +380,71 @@ func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.
 	}
 }
 
-// A replica is given shards once it has been a member for the lease
-// duration: a crash-looping one, a new member at each start, that dies
-// sooner pulls none to itself. Until then the settled replica keeps them;
-// then it hands over the new one's share, Assign(4, [a, b]) as above.
-func TestAReplicaIsGivenShardsOnceItHasBeenAMemberForALeaseDuration(t *testing.T) {
+// A replica that restarted in its pod (a crash: the same host, a new
+// identity) is given shards once seen for the lease duration: crash-looping,
+// it pulls none to itself at each start. A new pod is given its share at
+// once, as a rollout's new replicas are.
+func TestAReplicaRestartedInItsPodIsGivenShardsOnceSeenForALeaseDuration(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
 	var offset atomic.Int64
 	start := time.Now()
-	a, b := newTestReplica(client, "a", 4, &offset), newTestReplica(client, "b", 4, &offset)
-	a.clocked(start, &offset)
-	b.clocked(start, &offset)
-	a.round(ctx)
-	a.round(ctx)
-	offset.Store(int64(15 * time.Second))
-	a.round(ctx) // settled
-	b.round(ctx) // joins; a sees it from its next round, at 16 s
-	for _, at := range []time.Duration{16 * time.Second, 30 * time.Second} {
-		offset.Store(int64(at))
-		a.round(ctx)
-		b.round(ctx)
-		if got := fmt.Sprint(holders(t, client, 4)); got != "[a a a a]" {
-			t.Fatalf("b seen by a for %v, the shards are held by %v, want a's all", at-16*time.Second, got)
+	replica := func(identity string) *testReplica {
+		r := newTestReplica(client, identity, 4, &offset)
+		r.clocked(start, &offset)
+		return r
+	}
+	// at moves the clock to seconds, and each replica renews its shards and
+	// runs a round, in order.
+	at := func(seconds int, rs ...*testReplica) {
+		offset.Store(int64(time.Duration(seconds) * time.Second))
+		for _, r := range rs {
+			r.renewHeld(ctx)
+			r.round(ctx)
 		}
 	}
-	offset.Store(int64(31 * time.Second))
-	a.round(ctx)
-	waitReleased(t, client, 4, 0, 1)
-	b.round(ctx)
-	if got := fmt.Sprint(holders(t, client, 4)); got != "[b b a a]" {
-		t.Errorf("b a member for the lease duration, the shards are held by %v, want [b b a a]", got)
+	held := func(r *testReplica) int { return len(r.heldShards()) }
+	a, crashed := replica("pod-a_1"), replica("pod-b_1")
+	at(0, a, crashed, a, crashed)
+	if held(a) != 2 || held(crashed) != 2 {
+		t.Fatalf("pod-a_1 holds %d shards and pod-b_1 %d, want 2 each", held(a), held(crashed))
+	}
+	// pod-b_1 crashes: its Leases go unrenewed, and pod-a_1, which saw them
+	// last at 1 s, takes its shards.
+	at(1, a)
+	at(16, a)
+	if held(a) != 4 {
+		t.Fatalf("pod-b_1 gone for the lease duration, pod-a_1 holds %d shards, want 4", held(a))
+	}
+	// Its container restarts: pod-b_2, of the same host, first seen at 17 s.
+	restarted := replica("pod-b_2")
+	for _, seconds := range []int{17, 24, 31} {
+		at(seconds, restarted, a)
+		if held(a) != 4 || held(restarted) != 0 {
+			t.Fatalf("pod-b_2 seen for %d s: pod-a_1 holds %d shards and pod-b_2 %d, want 4 and none",
+				seconds-17, held(a), held(restarted))
+		}
+	}
+	at(32, a)
+	waitReleased(t, client, 4, slices.DeleteFunc([]int{0, 1, 2, 3}, func(i int) bool {
+		return slices.Contains(a.heldShards(), i)
+	})...)
+	at(32, restarted)
+	if held(a) != 2 || held(restarted) != 2 {
+		t.Errorf("pod-b_2 seen for the lease duration: pod-a_1 holds %d shards and pod-b_2 %d, want 2 each",
+			held(a), held(restarted))
+	}
+	// A new pod is given its share at once: the second round after it
+	// joined.
+	joined := replica("pod-c_1")
+	at(33, joined, a, restarted)
+	waitReleased(t, client, 4, slices.DeleteFunc([]int{0, 1, 2, 3}, func(i int) bool {
+		return slices.Contains(a.heldShards(), i) || slices.Contains(restarted.heldShards(), i)
+	})...)
+	at(34, joined)
+	if held(joined) == 0 {
+		t.Errorf("a new pod, pod-c_1, holds no shard a second after it joined; pod-a_1 holds %d, pod-b_2 %d",
+			held(a), held(restarted))
 	}
 }
 
