@@ -91,17 +91,17 @@ func TestAJoiningMemberMovesFewShardsBesidesItsShare(t *testing.T) {
 // out. In name order of their pods' suffixes: 4hxc6, 5qg5h, cbb5f, cg9ks,
 // cs9tg, jpfs8, kll4r, m4bm2, rssqz, shnlv, zvfnf.
 var replicaIdentities = []string{
-	"sample-controller-7d9f8b6c4-zvfnf_e01b0ac6-2e8e-4bae-8f22-91bbcccc33d9",
-	"sample-controller-7d9f8b6c4-jpfs8_47209e37-ec94-442d-8627-da9974eb673e",
-	"sample-controller-7d9f8b6c4-shnlv_83a52e03-b07a-4e47-80c5-6ad99fe6b7c6",
-	"sample-controller-7d9f8b6c4-cg9ks_6b86fe1e-98e4-4df8-b406-a5b227c81a04",
-	"sample-controller-7d9f8b6c4-kll4r_33d1fd7a-fb82-431f-8d14-015e00031572",
-	"sample-controller-7d9f8b6c4-4hxc6_55630e93-eb31-433e-b744-c09d37958411",
-	"sample-controller-7d9f8b6c4-cbb5f_7e88400d-911c-42ad-b162-cf2f65566217",
-	"sample-controller-7d9f8b6c4-5qg5h_e7e0539a-c7b0-4498-acac-fc639940db8a",
-	"sample-controller-7d9f8b6c4-rssqz_ea65f5ef-2f96-4b5d-ba6a-e3651a0f0896",
-	"sample-controller-7d9f8b6c4-cs9tg_ffeaf4e5-3064-417b-a7d9-840578e1fb34",
-	"sample-controller-7d9f8b6c4-m4bm2_82bf0e85-4e91-4428-8d3f-c2ceb20726ac",
+	"example-7d9f8b6c4-zvfnf_e01b0ac6-2e8e-4bae-8f22-91bbcccc33d9",
+	"example-7d9f8b6c4-jpfs8_47209e37-ec94-442d-8627-da9974eb673e",
+	"example-7d9f8b6c4-shnlv_83a52e03-b07a-4e47-80c5-6ad99fe6b7c6",
+	"example-7d9f8b6c4-cg9ks_6b86fe1e-98e4-4df8-b406-a5b227c81a04",
+	"example-7d9f8b6c4-kll4r_33d1fd7a-fb82-431f-8d14-015e00031572",
+	"example-7d9f8b6c4-4hxc6_55630e93-eb31-433e-b744-c09d37958411",
+	"example-7d9f8b6c4-cbb5f_7e88400d-911c-42ad-b162-cf2f65566217",
+	"example-7d9f8b6c4-5qg5h_e7e0539a-c7b0-4498-acac-fc639940db8a",
+	"example-7d9f8b6c4-rssqz_ea65f5ef-2f96-4b5d-ba6a-e3651a0f0896",
+	"example-7d9f8b6c4-cs9tg_ffeaf4e5-3064-417b-a7d9-840578e1fb34",
+	"example-7d9f8b6c4-m4bm2_82bf0e85-4e91-4428-8d3f-c2ceb20726ac",
 }
 
 // moved counts the shards whose holder differs between before and after.
