@@ -282,13 +282,16 @@ BENCH_CURVE_DIR ?= _output/bench-logs
 bench: tools
 	BENCH_SCALE="$(BENCH_SCALE)" BENCH_RUNS="$(BENCH_RUNS)" BENCH_CURVE_DIR="$(BENCH_CURVE_DIR)" $(GO_TEST) -tags bench -v -timeout 240m -run '^TestBenchmark$$' ./test/bench/
 
-## bench-sharded: the sharded bench of docs/performance.md: BENCH_SHARDED_FOOS Foos (default 10000) over BENCH_SHARDED_NAMESPACES namespaces (1000), one replica, then three with -shards=BENCH_SHARDED_SHARDS (12).
+## bench-sharded: the sharded bench of docs/performance.md: BENCH_SHARDED_FOOS Foos (default 10000) over BENCH_SHARDED_NAMESPACES namespaces (1000) named BENCH_SHARDED_NAMES (numbered, or tenant: the number last), one replica, then three with -shards=BENCH_SHARDED_SHARDS (12) and -shard-boundaries=BENCH_SHARDED_BOUNDARIES (equal, or weighted).
 BENCH_SHARDED_FOOS ?= 10000
 BENCH_SHARDED_NAMESPACES ?= 1000
 BENCH_SHARDED_SHARDS ?= 12
+BENCH_SHARDED_NAMES ?= numbered
+BENCH_SHARDED_BOUNDARIES ?= equal
 bench-sharded: tools
 	BENCH_SHARDED_FOOS="$(BENCH_SHARDED_FOOS)" BENCH_SHARDED_NAMESPACES="$(BENCH_SHARDED_NAMESPACES)" \
-	  BENCH_SHARDED_SHARDS="$(BENCH_SHARDED_SHARDS)" \
+	  BENCH_SHARDED_SHARDS="$(BENCH_SHARDED_SHARDS)" BENCH_SHARDED_NAMES="$(BENCH_SHARDED_NAMES)" \
+	  BENCH_SHARDED_BOUNDARIES="$(BENCH_SHARDED_BOUNDARIES)" \
 	  $(GO_TEST) -tags bench -v -timeout 120m -run '^TestShardedBenchmark$$' ./test/bench/
 
 ## soak: the chaos scenario for SOAK_DURATION (default 1h) over SOAK_FOOS Foos (default 2000), a fault every SOAK_FAULT_EVERY (4m); samples in _output/soak (docs/failure-modes.md, The soak).

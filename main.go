@@ -78,7 +78,7 @@ func run(ctx context.Context, o *options.Options) error {
 	if o.Shards > 1 {
 		waitingEvents = eventrecorder.NewWaitingEvents()
 	}
-	work, err := replicas.New(ctx, o.LeaderElection, o.Shards, o.Workers, o.Namespace, kubeCfg,
+	work, err := replicas.New(ctx, o.LeaderElection, o.Sharding(), o.Workers, o.Namespace, kubeCfg,
 		func(ctx context.Context, scope replicas.Scope) (*Controller, error) {
 			return newController(ctx, o, cfg, kubeCfg, scope, waitingEvents)
 		})

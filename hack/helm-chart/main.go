@@ -440,6 +440,7 @@ func deployment(t *templater, o *object) {
 			"{{- end }}\n" +
 			"{{- if gt (int .Values.shards) 1 }}\n" +
 			indent + "- -shards={{ .Values.shards }}\n" +
+			indent + "- -shard-boundaries={{ .Values.shardBoundaries }}\n" +
 			"{{- end }}\n" +
 			"{{- range .Values.extraArgs }}\n" +
 			indent + "- {{ . | quote }}\n" +

@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
+	samplev1beta1 "github.com/kube-samples/sample-controller/pkg/apis/samplecontroller/v1beta1"
 	"github.com/kube-samples/sample-controller/pkg/certauthority"
 	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/pkg/serving"
@@ -49,6 +50,9 @@ type Options struct {
 	// Shards is how many shards the Foos are split into (pkg/replicas); 1:
 	// unsharded, one leader reconciles them all.
 	Shards int
+	// ShardBoundaries is where the shards' ranges split: equally, or at the
+	// quantiles of the Foos (replicas.Sharding).
+	ShardBoundaries string
 
 	Metrics        serving.MetricsOptions
 	ProbeAddr      string
@@ -88,6 +92,12 @@ func AddFlags(fs *flag.FlagSet) *Options {
 			"each, so that every replica reconciles its share; the API server filters each replica's lists and "+
 			"watches where its ShardedListAndWatch feature gate is on. 1: one leader reconciles every Foo. "+
 			"Every replica must be given the same number; see docs/operations.md before changing it.")
+	fs.StringVar(&o.ShardBoundaries, "shard-boundaries", replicas.BoundariesEqual,
+		"Where the shards' ranges of the namespace hash split: "+replicas.BoundariesEqual+", into equal ranges; or "+
+			replicas.BoundariesWeighted+", at the quantiles of the namespaces holding Foos, weighted by their "+
+			"Foos, which the holder of shard 0 weighs every few minutes and splits anew when the fullest shard "+
+			"holds a quarter more than its part. Used while every replica of the same -shards is told "+
+			replicas.BoundariesWeighted+"; see docs/operations.md.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", 10*time.Hour,
 		"How often every Foo is re-checked against its Deployment even without a change; "+
 			"a resync writes only what drifted. At least 1s.")
@@ -213,12 +223,23 @@ func (o *Options) Validate() error {
 	if o.Shards < 1 || o.Shards > MaxShards {
 		errs = append(errs, fmt.Errorf("-shards is %d: it must be from 1 to %d", o.Shards, MaxShards))
 	}
+	if o.ShardBoundaries != replicas.BoundariesEqual && o.ShardBoundaries != replicas.BoundariesWeighted {
+		errs = append(errs, fmt.Errorf("-shard-boundaries is %q: it must be %s or %s", o.ShardBoundaries,
+			replicas.BoundariesEqual, replicas.BoundariesWeighted))
+	}
 	if o.Shards > 1 && !o.LeaderElection.Enabled {
 		errs = append(errs, fmt.Errorf("-shards is %d with -leader-elect=false: the replicas agree on who holds "+
 			"each shard through Leases, in -leader-elect-namespace", o.Shards))
 	}
 	errs = append(errs, o.validatePeriods()...)
 	return errors.Join(errs...)
+}
+
+// Sharding is how the replicas split the Foos (-shards, -shard-boundaries),
+// weighing the Foos of each namespace where they split by weight.
+func (o *Options) Sharding() replicas.Sharding {
+	return replicas.Sharding{Shards: o.Shards, Boundaries: o.ShardBoundaries,
+		Weighed: samplev1beta1.SchemeGroupVersion.WithResource("foos")}
 }
 
 // MaxShards bounds -shards: each shard held is a Lease renewed every retry

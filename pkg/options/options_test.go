@@ -121,6 +121,9 @@ func TestValidateNamesEachFlagThatCannotWork(t *testing.T) {
 				"admission policy lets the controller's Leases claim"}},
 		{args: []string{"-shards=256"}},
 		{args: []string{"-shards=257"}, want: []string{"-shards is 257: it must be from 1 to 256"}},
+		{args: []string{"-shards=16", "-shard-boundaries=weighted"}},
+		{args: []string{"-shards=16", "-shard-boundaries=quantiles"}, want: []string{
+			`-shard-boundaries is "quantiles": it must be equal or weighted`}},
 		// Without leader election its durations are not used.
 		{args: []string{"-leader-elect=false", "-leader-elect-lease-duration=0s", "-leader-elect-retry-period=1h"}},
 	} {

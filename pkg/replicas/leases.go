@@ -38,7 +38,13 @@ import (
 //     reconciles the shard's Foos, and writes for them only while it renews
 //     it (the shard's fence, fence.go). The count is in the name, so that
 //     replicas told different counts (a change of -shards rolling out) never
-//     read one another's Leases as theirs.
+//     read one another's Leases as theirs. A shard of published boundaries
+//     has their generation after the count, -of-<count>-<8 hex digits>, for
+//     the same reason.
+//   - sample-controller-boundaries-of-<count>: where the ranges of count
+//     shards split, when the replicas split them by weight (boundaries.go):
+//     written by the replica assigned shard 0, its holder and renew time who
+//     wrote it and when, the starts in the annotation AnnotationBoundaries.
 //   - sample-controller: the unsharded leader's (leader.go).
 //
 // Replicas of two shardings (a rollout that changes -shards, or turns
@@ -57,13 +63,34 @@ const (
 	// shards among the members of its own count alone, as a replica of
 	// another count never takes them.
 	LabelShards = "samplecontroller.k8s.io/shards"
-	memberInfix = "-member-"
-	shardInfix  = "-shard-"
+	// LabelBoundaries marks the member Lease of a replica that splits the
+	// ranges by weight (-shard-boundaries=weighted) with the value
+	// BoundariesWeighted. The replicas follow published boundaries only
+	// while every live member of their count is so marked: a replica that
+	// splits equally (told so, or of a release before boundaries) reads no
+	// generation, and sharing shards with it needs the same ranges.
+	LabelBoundaries = "samplecontroller.k8s.io/boundaries"
+	// BoundariesWeighted is LabelBoundaries' one value.
+	BoundariesWeighted = "weighted"
+	// AnnotationBoundaries holds the starts of the boundaries Lease
+	// (Boundaries.annotation).
+	AnnotationBoundaries = "samplecontroller.k8s.io/boundaries"
+	memberInfix          = "-member-"
+	shardInfix           = "-shard-"
+	boundariesInfix      = "-boundaries-of-"
 )
 
-// LeasePrefixes are the prefixes of the names of the member and shard
-// Leases named after name: what the own-names admission policy admits.
-func LeasePrefixes(name string) []string { return []string{name + shardInfix, name + memberInfix} }
+// BoundariesLeaseName is the Lease of the boundaries of count shards.
+func BoundariesLeaseName(name string, count int) string {
+	return name + boundariesInfix + strconv.Itoa(count)
+}
+
+// LeasePrefixes are the prefixes of the names of the member, shard and
+// boundaries Leases named after name: what the own-names admission policy
+// admits.
+func LeasePrefixes(name string) []string {
+	return []string{name + shardInfix, name + memberInfix, name + boundariesInfix}
+}
 
 // memberLeaseName is the member Lease of the replica identity: a hash, since
 // an identity (host name and UUID, NewIdentity) is no valid object name.
@@ -87,12 +114,19 @@ func parseShardLease(name, leaseName string) (Shard, bool) {
 	if !ok {
 		return Shard{}, false
 	}
+	count, generation, _ := strings.Cut(count, "-")
 	i, err1 := strconv.Atoi(index)
 	n, err2 := strconv.Atoi(count)
-	if err1 != nil || err2 != nil || i < 0 || i >= n {
+	if err1 != nil || err2 != nil || i < 0 || i >= n || (generation != "" && !isGeneration(generation)) {
 		return Shard{}, false
 	}
-	return Shard{Index: i, Count: n}, true
+	return Shard{Index: i, Count: n, Generation: generation}, true
+}
+
+// isGeneration reports whether s names a generation of boundaries: 8
+// lower-case hex digits (published).
+func isGeneration(s string) bool {
+	return len(s) == 8 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // holderOf is the Lease's holder, "" when released.
@@ -112,13 +146,17 @@ func newLease(namespace, name, set, identity string, duration time.Duration, now
 	return lease
 }
 
-// newMemberLease is the member Lease of identity, a replica of count shards.
-func newMemberLease(namespace, set, identity string, count int, duration time.Duration,
+// newMemberLease is the member Lease of identity, a replica of count shards
+// that splits them by weight, or equally.
+func newMemberLease(namespace, set, identity string, count int, weighted bool, duration time.Duration,
 	now time.Time) *coordinationv1.Lease {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: namespace, Name: memberLeaseName(set, identity),
 		Labels: map[string]string{LabelLeaseSet: set, LabelShards: strconv.Itoa(count)},
 	}}
+	if weighted {
+		lease.Labels[LabelBoundaries] = BoundariesWeighted
+	}
 	hold(lease, identity, duration, now)
 	return lease
 }

@@ -65,6 +65,9 @@ type Replica[C Controller] struct {
 	// detect asks who filters the shard (DetectMode), at each shard taken;
 	// nil, not asked.
 	detect func(context.Context, Shard) (Mode, error)
+	// weigh counts the Foos of each namespace, for boundaries split by
+	// weight (rebalance); nil, the ranges are equal.
+	weigh Weigh
 
 	// observed is when this replica saw each Lease change, by name, of the
 	// Leases its last List returned: the round's alone.
@@ -85,8 +88,15 @@ type Replica[C Controller] struct {
 	// renewalsFinished and roundFinished are when Run's loops last finished
 	// a pass (Check); zero while Run does not loop.
 	renewalsFinished, roundFinished time.Time
-	done                            sync.WaitGroup
+	// weighing: a weighing in flight (rebalance); lastWeighed, when the
+	// last began.
+	weighing    bool
+	lastWeighed time.Time
+	done        sync.WaitGroup
 }
+
+// Weigh counts the Foos of each namespace that holds any.
+type Weigh func(context.Context) (map[string]int, error)
 
 // observation is a Lease's last resourceVersion, and when this replica saw it.
 type observation struct {
@@ -245,18 +255,27 @@ func (r *Replica[C]) round(ctx context.Context) {
 	// long as the shard holders run.
 	leader := r.leaderHeld(leases, now)
 	holders := Assign(r.count, r.liveMembers(leases, now))
+	// The ranges split anew, every shard of the old split is given up, and
+	// the new ones are taken once none of the old is held, as in a change
+	// of -shards: the new ranges are another sharding.
+	boundaries, weighted := r.boundaries(ctx, leases, now)
 	for _, h := range r.heldNow() {
 		switch lease := leases[ShardLeaseName(r.cfg.Name, h.shard)]; {
 		case holderOf(lease) != r.cfg.Identity:
 			r.lose(ctx, h, fmt.Sprintf("its Lease is held by %q", holderOf(lease)))
-		case leader || holders[h.shard.Index] != r.cfg.Identity:
+		case leader || holders[h.shard.Index] != r.cfg.Identity || h.shard.Generation != boundaries.Generation:
 			r.startRelease(ctx, h)
 		}
 	}
 
-	switch other := r.otherWriter(leases, now); {
+	published := leases[BoundariesLeaseName(r.cfg.Name, r.count)]
+	switch other := r.otherWriter(leases, now, boundaries.Generation); {
 	case member == nil:
 		logger.V(2).Info("Joined; taking shards from the next round, once the replicas started beside this one have joined")
+	case weighted && published == nil:
+		// Equal ranges taken now would be listed once, cold, and handed
+		// over a weighing later: tenant-0..99 put most Foos in one.
+		logger.V(2).Info("Taking no shard until the Foos are weighed and the boundaries published")
 	case other != "":
 		logger.V(2).Info("Taking no shard while replicas sharded otherwise hold Leases", "lease", other)
 	default:
@@ -269,14 +288,17 @@ func (r *Replica[C]) round(ctx context.Context) {
 			if holder != r.cfg.Identity || busy {
 				continue
 			}
-			shard := Shard{Index: index, Count: r.count}
+			shard := boundaries.Shard(index)
 			if t, ok := r.take(requests, shard, leases[ShardLeaseName(r.cfg.Name, shard)], now); ok {
 				taken = append(taken, t)
 			}
 		}
-		r.confirm(ctx, taken)
+		r.confirm(ctx, taken, boundaries.Generation)
 	}
-	r.pruneLeases(requests, leases, now)
+	r.pruneLeases(requests, leases, now, boundaries.Generation)
+	if weighted && member != nil && holders[0] == r.cfg.Identity { // joined, as for its takes
+		r.rebalance(ctx, published, boundaries, now)
+	}
 }
 
 // observe notes when this replica saw each Lease of list change, and which
@@ -452,7 +474,8 @@ const restartMemory = 10 * time.Minute
 // seen, by resourceVersion: a Lease renewed or taken meanwhile stays; and
 // any replica creates a missing Lease again. A write the API server refuses
 // (403) is not sent again until the Lease changes (observation.refused).
-func (r *Replica[C]) pruneLeases(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+func (r *Replica[C]) pruneLeases(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time,
+	generation string) {
 	logger := klog.FromContext(ctx)
 	live := map[string]bool{}
 	for name, lease := range leases {
@@ -466,8 +489,9 @@ func (r *Replica[C]) pruneLeases(ctx context.Context, leases map[string]*coordin
 			continue
 		}
 		shard, isShard := parseShardLease(r.cfg.Name, name)
+		other := isShard && r.otherSharding(shard, generation)
 		switch {
-		case isMemberLease(r.cfg.Name, name), isShard && shard.Count != r.count && holderOf(lease) == "":
+		case isMemberLease(r.cfg.Name, name), other && holderOf(lease) == "":
 			err := r.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
 				ResourceVersion: &lease.ResourceVersion}})
 			if err != nil {
@@ -477,7 +501,7 @@ func (r *Replica[C]) pruneLeases(ctx context.Context, leases map[string]*coordin
 			}
 			logger.V(2).Info("Deleted a Lease nobody renews", "lease", name, "holder", holderOf(lease))
 			delete(r.observed, name)
-		case isShard && shard.Count != r.count && !live[holderOf(lease)]:
+		case other && !live[holderOf(lease)]:
 			released := lease.DeepCopy()
 			release(released)
 			updated, err := r.leases.Update(ctx, released, metav1.UpdateOptions{})
@@ -514,8 +538,9 @@ func (r *Replica[C]) expired(name string, now time.Time) bool {
 
 // otherWriter names a Lease, held and not expired, of replicas that would
 // write for the same Foos under another sharding: the unsharded leader's, or
-// a shard's of another count. "" when there is none.
-func (r *Replica[C]) otherWriter(leases map[string]*coordinationv1.Lease, now time.Time) string {
+// a shard's of another count or boundaries (otherSharding). "" when there is
+// none.
+func (r *Replica[C]) otherWriter(leases map[string]*coordinationv1.Lease, now time.Time, generation string) string {
 	for name, lease := range leases {
 		if holderOf(lease) == "" || r.expired(name, now) {
 			continue
@@ -523,11 +548,17 @@ func (r *Replica[C]) otherWriter(leases map[string]*coordinationv1.Lease, now ti
 		if name == r.cfg.Name {
 			return name
 		}
-		if shard, ok := parseShardLease(r.cfg.Name, name); ok && shard.Count != r.count {
+		if shard, ok := parseShardLease(r.cfg.Name, name); ok && r.otherSharding(shard, generation) {
 			return name
 		}
 	}
 	return ""
+}
+
+// otherSharding reports whether shard is not of this replica's sharding: of
+// another count, or of other boundaries than those of generation.
+func (r *Replica[C]) otherSharding(shard Shard, generation string) bool {
+	return shard.Count != r.count || shard.Generation != generation
 }
 
 // leaderHeld reports whether the unsharded leader's Lease is held and not
@@ -541,7 +572,8 @@ func (r *Replica[C]) leaderHeld(leases map[string]*coordinationv1.Lease, now tim
 func (r *Replica[C]) renewMember(ctx context.Context, lease *coordinationv1.Lease, now time.Time) {
 	var err error
 	if lease == nil {
-		lease = newMemberLease(r.cfg.Namespace, r.cfg.Name, r.cfg.Identity, r.count, r.cfg.LeaseDuration, now)
+		lease = newMemberLease(r.cfg.Namespace, r.cfg.Name, r.cfg.Identity, r.count, r.weigh != nil,
+			r.cfg.LeaseDuration, now)
 		if _, err = r.leases.Create(ctx, lease, metav1.CreateOptions{}); err == nil {
 			// Seen from now, as the others see it from their next round; a
 			// restart if its host had another member (observe).
@@ -611,7 +643,7 @@ func (r *Replica[C]) take(ctx context.Context, shard Shard, lease *coordinationv
 // too, and gives back as well (both take again at a later round, at
 // jittered times, so seldom again at once). Unconfirmed, nothing is
 // started: the shards are released.
-func (r *Replica[C]) confirm(ctx context.Context, shards []taken) {
+func (r *Replica[C]) confirm(ctx context.Context, shards []taken, generation string) {
 	if len(shards) == 0 {
 		return
 	}
@@ -624,7 +656,7 @@ func (r *Replica[C]) confirm(ctx context.Context, shards []taken) {
 	other := ""
 	list, err := r.leases.List(requests, metav1.ListOptions{})
 	if err == nil {
-		other = r.otherWriter(r.observe(list, r.now()), r.now())
+		other = r.otherWriter(r.observe(list, r.now()), r.now(), generation)
 	}
 	if err == nil && other == "" {
 		for _, t := range shards {
@@ -819,7 +851,8 @@ func (r *Replica[C]) forget(h *heldShard[C]) {
 // leader) to take.
 func (r *Replica[C]) release(ctx context.Context, h *heldShard[C]) {
 	logger := klog.FromContext(ctx).WithValues("shard", h.shard.String())
-	logger.Info("Releasing the shard: assigned to another replica, this one leaving, or the unsharded leader's")
+	logger.Info("Releasing the shard: assigned to another replica, this one leaving, the ranges split anew, " +
+		"or the unsharded leader's")
 	h.stop()
 	<-h.stopped
 	h.mu.Lock() // a renewal in flight ends first: the release carries what it wrote

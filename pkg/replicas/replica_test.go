@@ -186,7 +186,7 @@ func holders(t *testing.T, client *fake.Clientset, count int) []string {
 	got := make([]string, count)
 	for i := range got {
 		lease, err := client.CoordinationV1().Leases(leaseNamespace).Get(context.Background(),
-			ShardLeaseName(leaseSet, Shard{i, count}), metav1.GetOptions{})
+			ShardLeaseName(leaseSet, Shard{Index: i, Count: count}), metav1.GetOptions{})
 		if err == nil {
 			got[i] = holderOf(lease)
 		} else if !apierrors.IsNotFound(err) {
@@ -319,7 +319,7 @@ func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDurat
 	if got := holders(t, client, 4); !slices.Equal(got, []string{"b", "b", "b", "b"}) {
 		t.Errorf("after the lease duration, shard Leases held by %v, want b everywhere", got)
 	}
-	lease, err := client.CoordinationV1().Leases(leaseNamespace).Get(ctx, ShardLeaseName(leaseSet, Shard{2, 4}),
+	lease, err := client.CoordinationV1().Leases(leaseNamespace).Get(ctx, ShardLeaseName(leaseSet, Shard{Index: 2, Count: 4}),
 		metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestADeadReplicasShardsAreTakenOnceTheirLeasesWentUnrenewedForTheLeaseDurat
 }
 
 func TestAShardedReplicaTakesNoShardWhileAnotherShardingsLeaseIsHeld(t *testing.T) {
-	for _, other := range []string{leaseSet, ShardLeaseName(leaseSet, Shard{0, 2})} {
+	for _, other := range []string{leaseSet, ShardLeaseName(leaseSet, Shard{Index: 0, Count: 2})} {
 		t.Run(other, func(t *testing.T) {
 			ctx := context.Background()
 			client := leaseServer()
@@ -607,7 +607,7 @@ func TestShardsTakenAsAnotherShardingTookItsAreGivenBackUnused(t *testing.T) {
 			return false, nil, nil
 		}
 		racing.Do(func() {
-			other := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{3, 4}), leaseSet, "other",
+			other := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{Index: 3, Count: 4}), leaseSet, "other",
 				15*time.Second, time.Now())
 			other.ResourceVersion = "racing"
 			if err := client.Tracker().Add(other); err != nil {
@@ -641,7 +641,7 @@ func TestAReplicaSendsGetListCreateUpdateAndDeleteOnItsLeasesAlone(t *testing.T)
 	r.round(ctx)
 	sent := client.Actions()
 	client.ClearActions()
-	touch(t, client, ShardLeaseName(leaseSet, Shard{0, 2}), "a")
+	touch(t, client, ShardLeaseName(leaseSet, Shard{Index: 0, Count: 2}), "a")
 	client.ClearActions()
 	r.renewHeld(ctx)
 	r.runUntilItHoldsEveryShard(t)
@@ -734,7 +734,7 @@ func TestTheUnshardedLeaderWaitsForTheShardHoldersToRelease(t *testing.T) {
 	ctx := context.Background()
 	client := leaseServer()
 	leases := client.CoordinationV1().Leases(leaseNamespace)
-	held := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{3, 16}), leaseSet, "sharded", 15*time.Second,
+	held := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{Index: 3, Count: 16}), leaseSet, "sharded", 15*time.Second,
 		time.Now())
 	held, err := leases.Create(ctx, held, metav1.CreateOptions{})
 	if err != nil {
@@ -927,7 +927,7 @@ func TestAReplicaKeepsItsShardsWhileItsListIsRefusedOrHangs(t *testing.T) {
 					want = append(want, "list leases")
 				}
 				for i := range 4 {
-					want = append(want, fmt.Sprintf("update %s by a at %s", ShardLeaseName(leaseSet, Shard{i, 4}), at))
+					want = append(want, fmt.Sprintf("update %s by a at %s", ShardLeaseName(leaseSet, Shard{Index: i, Count: 4}), at))
 				}
 				if got := sentActions(client, start); !slices.Equal(got, want) {
 					t.Fatalf("%s after the List first failed, sent %q, want %q", at, got, want)
@@ -1006,7 +1006,7 @@ func TestARenewalRefusedAsOutdatedReadsTheLease(t *testing.T) {
 	a := newTestReplica(client, "a", 4, &offset)
 	a.round(ctx)
 	a.round(ctx)
-	name := func(i int) string { return ShardLeaseName(leaseSet, Shard{i, 4}) }
+	name := func(i int) string { return ShardLeaseName(leaseSet, Shard{Index: i, Count: 4}) }
 	touch(t, client, name(0), "a")
 	touch(t, client, name(1), "b")
 	if err := client.CoordinationV1().Leases(leaseNamespace).Delete(ctx, name(2), metav1.DeleteOptions{}); err != nil {
@@ -1093,7 +1093,7 @@ func TestRunKeepsTheShardsWhileTheListHangs(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	after := renewals()
 	for i := range 2 {
-		lease := ShardLeaseName(leaseSet, Shard{i, 2})
+		lease := ShardLeaseName(leaseSet, Shard{Index: i, Count: 2})
 		if got := after[lease] - before[lease]; got < 5 {
 			t.Errorf("%s renewed %d times in 2.5 s of hanging Lists, want one every retry period (20 ms)", lease, got)
 		}
@@ -1153,10 +1153,10 @@ func TestLeasesNobodyRenewsArePruned(t *testing.T) {
 	}
 	gone := create(memberLeaseName(leaseSet, "gone"), "gone")
 	live := create(memberLeaseName(leaseSet, "b"), "b")
-	released := create(ShardLeaseName(leaseSet, Shard{1, 8}), "")
-	ofGone := create(ShardLeaseName(leaseSet, Shard{2, 8}), "gone")
-	ofLive := create(ShardLeaseName(leaseSet, Shard{3, 8}), "b")
-	renewedMeanwhile := create(ShardLeaseName(leaseSet, Shard{4, 8}), "")
+	released := create(ShardLeaseName(leaseSet, Shard{Index: 1, Count: 8}), "")
+	ofGone := create(ShardLeaseName(leaseSet, Shard{Index: 2, Count: 8}), "gone")
+	ofLive := create(ShardLeaseName(leaseSet, Shard{Index: 3, Count: 8}), "b")
+	renewedMeanwhile := create(ShardLeaseName(leaseSet, Shard{Index: 4, Count: 8}), "")
 	client.PrependReactor("delete", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.(clienttesting.DeleteAction).GetName() == renewedMeanwhile.Name {
 			renewed := renewedMeanwhile.DeepCopy()
@@ -1227,8 +1227,8 @@ func TestLeasesNobodyRenewsArePruned(t *testing.T) {
 		left = append(left, lease.Name)
 	}
 	slices.Sort(left)
-	wantLeft := []string{memberLeaseName(leaseSet, "a"), live.Name, ShardLeaseName(leaseSet, Shard{2, 4}),
-		ShardLeaseName(leaseSet, Shard{3, 4}), renewedMeanwhile.Name}
+	wantLeft := []string{memberLeaseName(leaseSet, "a"), live.Name, ShardLeaseName(leaseSet, Shard{Index: 2, Count: 4}),
+		ShardLeaseName(leaseSet, Shard{Index: 3, Count: 4}), renewedMeanwhile.Name}
 	slices.Sort(wantLeft)
 	if !slices.Equal(left, wantLeft) {
 		t.Errorf("Leases left %q, want %q", left, wantLeft)
@@ -1281,7 +1281,7 @@ func TestAPruneRefusedIsNotRetriedUntilTheLeaseChanges(t *testing.T) {
 	client := leaseServer()
 	leases := client.CoordinationV1().Leases(leaseNamespace)
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	stale := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{1, 8}), leaseSet, "gone", 15*time.Second, start)
+	stale := newLease(leaseNamespace, ShardLeaseName(leaseSet, Shard{Index: 1, Count: 8}), leaseSet, "gone", 15*time.Second, start)
 	release(stale)
 	if _, err := leases.Create(ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

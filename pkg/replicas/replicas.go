@@ -122,17 +122,19 @@ type Work[C Controller] struct {
 	replica *Replica[C]
 }
 
-// New returns this replica's Work: with shards of 1, one Controller of every
-// Foo, built now and run while this replica leads (cfg.Enabled; else at
-// once); with more, a Controller per shard this replica holds, built as it
-// takes the shard. Each Controller runs workers workers; newController
+// New returns this replica's Work: with sharding.Shards of 1, one Controller
+// of every Foo, built now and run while this replica leads (cfg.Enabled;
+// else at once); with more, a Controller per shard this replica holds, built
+// as it takes the shard. Each Controller runs workers workers; newController
 // builds it for its Scope. kubeCfg is the controller's: the Leases get a
 // client of their own from it (LeaseClient), and a sharded replica lists a
-// Deployment of namespace with it, to learn who filters the shards (DetectMode).
-func New[C Controller](ctx context.Context, cfg Config, shards, workers int, namespace string, kubeCfg *rest.Config,
-	newController func(context.Context, Scope) (C, error),
+// Deployment of namespace with it, to learn who filters the shards
+// (DetectMode), and, splitting by weight, the Foos of namespace.
+func New[C Controller](ctx context.Context, cfg Config, sharding Sharding, workers int, namespace string,
+	kubeCfg *rest.Config, newController func(context.Context, Scope) (C, error),
 ) (*Work[C], error) {
 	w := &Work[C]{cfg: cfg, kubeCfg: kubeCfg, workers: workers}
+	shards := sharding.Shards
 	if shards <= 1 {
 		scope := Scope{}
 		if cfg.Enabled {
@@ -173,6 +175,11 @@ func New[C Controller](ctx context.Context, cfg Config, shards, workers int, nam
 	w.replica = NewReplica(shards, workers, cfg, leaseClient.CoordinationV1().Leases(cfg.Namespace), newController)
 	w.replica.detect = detect
 	w.replica.setMode(ctx, mode)
+	if sharding.Boundaries == BoundariesWeighted {
+		if w.replica.weigh, err = countByNamespace(kubeCfg, sharding.Weighed, namespace); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 

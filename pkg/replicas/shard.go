@@ -30,6 +30,10 @@ limitations under the License.
 //
 // Who holds which shard: a Lease per shard (leases.go), assigned among the
 // live replicas, each of which renews a Lease of its own (assign.go).
+//
+// Where the ranges split: equally by default, or, with -shard-boundaries=
+// weighted, at the quantiles of the namespaces that hold Foos, weighted by
+// their Foos, which the replicas agree on through a Lease (boundaries.go).
 
 package replicas
 
@@ -49,13 +53,26 @@ import (
 // Field is the field a shard's range is of: the object's namespace.
 const Field = "object.metadata.namespace"
 
-// Shard is one of Count equal ranges of the hash space, the Index-th.
+// Shard is the Index-th of Count ranges of the hash space: of equal ranges,
+// or of the boundaries of a Generation (Boundaries.Shard).
 type Shard struct {
 	Index, Count int
+	// Generation names the boundaries the shard is a range of; "" for
+	// equal ranges.
+	Generation string
+	// start and end are the range of a Generation's shard, as the API
+	// server writes them; "" for equal ranges (bound).
+	start, end string
 }
 
-// String names the shard as its Lease does: "3-of-16".
-func (s Shard) String() string { return fmt.Sprintf("%d-of-%d", s.Index, s.Count) }
+// String names the shard as its Lease does: "3-of-16", or "3-of-16-<the
+// generation>" for a range of published boundaries.
+func (s Shard) String() string {
+	if s.Generation == "" {
+		return fmt.Sprintf("%d-of-%d", s.Index, s.Count)
+	}
+	return fmt.Sprintf("%d-of-%d-%s", s.Index, s.Count, s.Generation)
+}
 
 // endOfSpace is the end of the last range, 2^64, which takes 17 hex digits.
 const endOfSpace = "0x10000000000000000"
@@ -66,12 +83,20 @@ func bound(i, count int) string {
 	if i >= count {
 		return endOfSpace
 	}
-	start, _ := bits.Div64(uint64(i), 0, uint64(count)) // (i << 64) / count
-	return fmt.Sprintf("0x%016x", start)
+	return fmt.Sprintf("0x%016x", equalStart(i, count))
+}
+
+// equalStart is the start of the i-th of count equal ranges, (i << 64) / count.
+func equalStart(i, count int) uint64 {
+	start, _ := bits.Div64(uint64(i), 0, uint64(count))
+	return start
 }
 
 // Requirement is the shard's range of Field, [start, end).
 func (s Shard) Requirement() sharding.ShardRangeRequirement {
+	if s.Generation != "" {
+		return sharding.ShardRangeRequirement{Key: Field, Start: s.start, End: s.end}
+	}
 	return sharding.ShardRangeRequirement{Key: Field, Start: bound(s.Index, s.Count), End: bound(s.Index+1, s.Count)}
 }
 
@@ -79,7 +104,8 @@ func (s Shard) Requirement() sharding.ShardRangeRequirement {
 // it: shardRange(object.metadata.namespace, '0x...', '0x...').
 func (s Shard) Selector() sharding.Selector { return sharding.NewSelector(s.Requirement()) }
 
-// Of returns the shard, of count, that the objects of namespace are in.
+// Of returns the shard, of count equal ranges, that the objects of
+// namespace are in.
 func Of(namespace string, count int) Shard {
 	hash := "0x" + sharding.HashField(namespace)
 	for i := range count {

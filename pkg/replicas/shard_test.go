@@ -33,11 +33,11 @@ func TestShardSelectorsSplitTheHashSpaceAsTheAPIServerWritesIt(t *testing.T) {
 		shard Shard
 		want  string
 	}{
-		{Shard{0, 16}, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x1000000000000000')"},
-		{Shard{15, 16}, "shardRange(object.metadata.namespace, '0xf000000000000000', '0x10000000000000000')"},
-		{Shard{0, 3}, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x5555555555555555')"},
-		{Shard{1, 3}, "shardRange(object.metadata.namespace, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')"},
-		{Shard{2, 3}, "shardRange(object.metadata.namespace, '0xaaaaaaaaaaaaaaaa', '0x10000000000000000')"},
+		{Shard{Index: 0, Count: 16}, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x1000000000000000')"},
+		{Shard{Index: 15, Count: 16}, "shardRange(object.metadata.namespace, '0xf000000000000000', '0x10000000000000000')"},
+		{Shard{Index: 0, Count: 3}, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x5555555555555555')"},
+		{Shard{Index: 1, Count: 3}, "shardRange(object.metadata.namespace, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')"},
+		{Shard{Index: 2, Count: 3}, "shardRange(object.metadata.namespace, '0xaaaaaaaaaaaaaaaa', '0x10000000000000000')"},
 	} {
 		if got := tc.shard.Selector().String(); got != tc.want {
 			t.Errorf("shard %s: selector %q, want %q", tc.shard, got, tc.want)
@@ -59,7 +59,7 @@ func TestANamespaceIsInTheShardItsHashFallsIn(t *testing.T) {
 		{"default", 16, 14},
 		{"default", 1, 0},
 	} {
-		if got := Of(tc.namespace, tc.count); got != (Shard{tc.index, tc.count}) {
+		if got := Of(tc.namespace, tc.count); got != (Shard{Index: tc.index, Count: tc.count}) {
 			t.Errorf("Of(%q, %d) = %s, want %d-of-%d", tc.namespace, tc.count, got, tc.index, tc.count)
 		}
 	}

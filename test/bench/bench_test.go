@@ -355,11 +355,17 @@ func (b *bench) startController(ns, name string, args ...string) *framework.Cont
 // startControllerWithEnv is startController with env added to the
 // controller's environment.
 func (b *bench) startControllerWithEnv(ns, name string, env []string, args ...string) *framework.Controller {
+	return b.startBinary(b.bin, ns, name, env, args...)
+}
+
+// startBinary is startControllerWithEnv running bin, which runs the
+// controller.
+func (b *bench) startBinary(bin, ns, name string, env []string, args ...string) *framework.Controller {
 	defaults := []string{"-namespace=" + ns, "-leader-elect=false", "-metrics-secure=false", "-profiling", "-v=1"}
 	if webhookOff {
 		defaults = append(defaults, "-webhook-bind-address=0")
 	}
-	ctrl, err := b.cluster.StartControllerWithEnv(b.bin, b.logDir, name, env, append(defaults, args...)...)
+	ctrl, err := b.cluster.StartControllerWithEnv(bin, b.logDir, name, env, append(defaults, args...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}

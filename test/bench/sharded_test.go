@@ -25,18 +25,28 @@ package bench
 // watches. docs/performance.md holds the results and the target: a sharded
 // replica's memory that grows with the Foos is at most 40 % of the single
 // replica's, and the three converge no slower.
+//
+// BENCH_SHARDED_NAMES=tenant and BENCH_SHARDED_BOUNDARIES=weighted measure
+// the same over namespaces that equal ranges split badly, and the ranges
+// that split them well (docs/operations.md, Sharding).
 
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-samples/sample-controller/pkg/apis/samplecontroller"
 	"github.com/kube-samples/sample-controller/pkg/metrics"
 	"github.com/kube-samples/sample-controller/pkg/replicas"
 	"github.com/kube-samples/sample-controller/test/framework"
@@ -53,7 +63,27 @@ var (
 	// shardedShards is BENCH_SHARDED_SHARDS, the three replicas' -shards:
 	// by default a count three divide evenly (docs/operations.md, Sharding).
 	shardedShards = envInt("BENCH_SHARDED_SHARDS", 12)
+	// shardedNames is BENCH_SHARDED_NAMES, how the namespaces are named:
+	// numbered, the number first, which equal ranges spread; or tenant,
+	// the number last, as tenants are often named, which equal ranges
+	// crowd into a few shards (shardedColdStart).
+	shardedNames = envChoice("BENCH_SHARDED_NAMES", "numbered", "tenant")
+	// shardedBoundaries is BENCH_SHARDED_BOUNDARIES, the three replicas'
+	// -shard-boundaries.
+	shardedBoundaries = envChoice("BENCH_SHARDED_BOUNDARIES", replicas.BoundariesEqual, replicas.BoundariesWeighted)
 )
+
+// envChoice reads a setting that is one of choices, the first if unset.
+func envChoice(name string, choices ...string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		return choices[0]
+	}
+	if !slices.Contains(choices, v) {
+		panic(fmt.Sprintf("%s: %q is none of %s", name, v, strings.Join(choices, ", ")))
+	}
+	return v
+}
 
 const (
 	// benchLeaseNamespace holds the replicas' Leases.
@@ -129,7 +159,8 @@ func TestShardedBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	b.report("sharded: %d Foos in %d namespaces, Kubernetes %s", n, shardedNamespaces, b.cluster.KubernetesVersion)
+	b.report("sharded: %d Foos in %d namespaces named %s, %s boundaries, Kubernetes %s", n, shardedNamespaces,
+		shardedNames, shardedBoundaries, b.cluster.KubernetesVersion)
 	configs := []shardedConfig{{"one replica", 1, 1}, {"three replicas", 3, shardedShards}}
 	var single []replicaFigures
 	for i, c := range configs {
@@ -163,19 +194,31 @@ func TestShardedBenchmark(t *testing.T) {
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // shardedArgs are the flags of a replica of c: every namespace, leader
-// election (sharding's Leases) in benchLeaseNamespace.
+// election (sharding's Leases) in benchLeaseNamespace, and, sharded, the
+// boundaries asked for.
 func shardedArgs(c shardedConfig) []string {
-	return []string{"-namespace=", "-shards=" + strconv.Itoa(c.shards),
+	args := []string{"-namespace=", "-shards=" + strconv.Itoa(c.shards),
 		"-leader-elect=true", "-leader-elect-namespace=" + benchLeaseNamespace}
+	if c.shards > 1 {
+		args = append(args, "-shard-boundaries="+shardedBoundaries)
+	}
+	return args
+}
+
+// weighted reports whether c's replicas split the ranges by weight.
+func (c shardedConfig) weighted() bool {
+	return c.shards > 1 && shardedBoundaries == replicas.BoundariesWeighted
 }
 
 // startReplicas starts c's replicas at once and waits until they work:
-// the shards held among them, each its share within one, or the one
-// replica leading.
+// the shards held among them, each its share within one, and, split by
+// weight, every shard of the published split held; or the one replica
+// leading.
 func (b *bench) startReplicas(c shardedConfig, name string) []*framework.Controller {
 	ctrls := make([]*framework.Controller, c.replicas)
 	for i := range ctrls {
-		ctrls[i] = b.startController("", fmt.Sprintf("%s-%d", name, i), shardedArgs(c)...)
+		replica := fmt.Sprintf("%s-%d", name, i)
+		ctrls[i] = b.startBinary(b.ownHost(replica), "", replica, nil, shardedArgs(c)...)
 	}
 	low, high := c.shards/c.replicas, (c.shards+c.replicas-1)/c.replicas
 	b.poll(runLimit(shardedFoos), name+" at work", func(ctx context.Context) (bool, error) {
@@ -195,9 +238,115 @@ func (b *bench) startReplicas(c shardedConfig, name string) []*framework.Control
 				return false, nil
 			}
 		}
+		if c.weighted() {
+			split, err := b.publishedSplit(ctx, c.shards)
+			return err == nil && split.held, nil
+		}
 		return c.shards > 1, nil
 	})
 	return ctrls
+}
+
+// ownHost writes and returns a command that runs the controller with a
+// host name of its own, host, as each replica's pod has in a cluster. A
+// replica reads a member Lease of another identity on its own host as
+// that of a restart, and counts it only once seen for a lease duration
+// (pkg/replicas, liveMembers). Sharing this machine's host name, the
+// replicas started together would each count the others late, and the
+// first to take shards would take them all, listing every Foo.
+func (b *bench) ownHost(host string) string {
+	flags := "--uts"
+	if os.Geteuid() != 0 { // a host name needs a user namespace of its own
+		flags = "--user --map-root-user --uts"
+	}
+	// Each step execs the next, so that the controller runs as the
+	// process started, whose memory the bench reads by its pid.
+	script := fmt.Sprintf("#!/bin/sh\nexec unshare %s sh -c 'hostname \"$0\" && exec \"$@\"' %s %s \"$@\"\n",
+		flags, host, b.bin)
+	path := filepath.Join(b.t.TempDir(), host)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	return path
+}
+
+// split is the published boundaries of a count of shards: the starts of
+// the ranges, the first 0; the generation that names their shard Leases;
+// and whether each of those is held, renewed within the lease duration.
+type split struct {
+	starts     []uint64
+	generation string
+	held       bool
+}
+
+// benchLeaseDuration is the replicas' -leader-elect-lease-duration, the
+// default.
+const benchLeaseDuration = 15 * time.Second
+
+// publishedSplit reads the boundaries Lease of count shards and the shard
+// Leases of its split. The shards held are counted from the Leases and not
+// from the replicas' metrics alone, which count the shards of equal ranges
+// or of a split since replaced alike.
+func (b *bench) publishedSplit(ctx context.Context, count int) (split, error) {
+	leases := b.kube.CoordinationV1().Leases(benchLeaseNamespace)
+	name := replicas.BoundariesLeaseName(samplecontroller.ControllerName, count)
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return split{}, err
+	}
+	starts, err := parseStarts(count, lease.Annotations[replicas.AnnotationBoundaries])
+	if err != nil {
+		return split{}, fmt.Errorf("the Lease %s: %w", name, err)
+	}
+	list, err := leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return split{}, err
+	}
+	live := map[string]bool{}
+	for _, l := range list.Items {
+		if l.Spec.HolderIdentity != nil && l.Spec.RenewTime != nil &&
+			time.Since(l.Spec.RenewTime.Time) < benchLeaseDuration {
+			live[l.Name] = true
+		}
+	}
+	// The generation is read off the name of shard 0's Lease: the bench
+	// has no other way to learn which Leases the starts are named by.
+	first := replicas.ShardLeaseName(samplecontroller.ControllerName, replicas.Shard{Index: 0, Count: count}) + "-"
+	s := split{starts: starts}
+	for l := range live {
+		if generation, ok := strings.CutPrefix(l, first); ok {
+			s.generation = generation
+		}
+	}
+	if s.generation == "" {
+		return s, nil
+	}
+	published := replicas.Boundaries{Starts: starts, Generation: s.generation}
+	s.held = true
+	for i := range count {
+		s.held = s.held && live[replicas.ShardLeaseName(samplecontroller.ControllerName, published.Shard(i))]
+	}
+	return s, nil
+}
+
+// parseStarts reads the annotation of a boundaries Lease of count shards:
+// the starts after the first, 0x and 16 hex digits each, rising, joined
+// by commas.
+func parseStarts(count int, annotation string) ([]uint64, error) {
+	parts := strings.Split(annotation, ",")
+	if len(parts) != count-1 {
+		return nil, fmt.Errorf("%d starts in %q, want %d", len(parts), annotation, count-1)
+	}
+	starts := []uint64{0}
+	for _, part := range parts {
+		hex, ok := strings.CutPrefix(part, "0x")
+		start, err := strconv.ParseUint(hex, 16, 64)
+		if !ok || err != nil || start <= starts[len(starts)-1] {
+			return nil, fmt.Errorf("start %q of %q is not 0x and hex digits above the one before", part, annotation)
+		}
+		starts = append(starts, start)
+	}
+	return starts, nil
 }
 
 // idleSettled is how long a replica's peak RSS with no Foos must grow by
@@ -261,24 +410,21 @@ func (b *bench) idleFigures(c shardedConfig) []replicaFigures {
 }
 
 // shardedColdStart creates n Foos over shardedNamespaces namespaces named
-// <i>-prefix, with no controller running, starts c's replicas, and returns
-// when every Foo converged and was Ready, counted from their start, and
-// each replica's figures, idle's completed, once its syncs stood still;
-// then it stops them, and removes the namespaces if asked: minutes at
-// 10,000 Foos, not needed after the last run.
+// after prefix (namespaceName), with no controller running, starts c's
+// replicas, and returns when every Foo converged and was Ready, counted
+// from their start, and each replica's figures, idle's completed, once its
+// syncs stood still; then it stops them, and removes the namespaces if
+// asked: minutes at 10,000 Foos, not needed after the last run.
 func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []replicaFigures, remove bool) (toConverge,
 	toReady time.Duration, figures []replicaFigures) {
 	nss := make([]string, shardedNamespaces)
 	for i := range nss {
-		// The number first: FNV-1a, the API server's hash, carries a
-		// name's last bytes into the low bits of the hash alone, and the
-		// shards split the high bits, so names that differ only at their
-		// end share a shard (docs/operations.md, Sharding).
-		nss[i] = fmt.Sprintf("%03d-%s", i, prefix)
+		nss[i] = namespaceName(prefix, i)
 		b.createNamespace(nss[i])
 	}
 	if c.shards > 1 {
-		b.report("%s: the Foos of each of the %d shards, in order: %v", c.name, c.shards, foosByShard(nss, n, c.shards))
+		b.report("%s: the Foos of each of the %d shards of equal ranges, in order: %v", c.name, c.shards,
+			foosByShard(nss, n, c.shards))
 	}
 	t := b.newTracker(metav1.NamespaceAll)
 	defer t.stop()
@@ -292,8 +438,26 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 	}
 	b.waitUntil(t, "the Foos of "+prefix, runLimit(n), allFoos(n))
 
+	if c.weighted() {
+		// The boundaries the idle run published split no Foos: equal
+		// ranges, which the replicas would hold, and crowd, until they
+		// weighed again, RebalancePeriod on. A first deployment has none.
+		err := b.kube.CoordinationV1().Leases(benchLeaseNamespace).Delete(b.ctx,
+			replicas.BoundariesLeaseName(samplecontroller.ControllerName, c.shards), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			b.t.Fatal(err)
+		}
+	}
 	start := time.Now()
 	ctrls := b.startReplicas(c, prefix)
+	var published split
+	if c.weighted() {
+		if published, err = b.publishedSplit(b.ctx, c.shards); err != nil {
+			b.t.Fatal(err)
+		}
+		b.report("%s: the Foos of each of the %d shards of the published split %s, in order: %v", c.name, c.shards,
+			published.generation, foosByRange(nss, n, published.starts))
+	}
 	samplers := make([]*rssSampler, len(ctrls))
 	for i, ctrl := range ctrls {
 		if samplers[i], err = startRSSSampler(ctrl.Pid(), time.Second); err != nil {
@@ -317,6 +481,16 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 	if !quiet {
 		b.t.Fatalf("%s: the replicas still synced Foos %v after every Foo was Ready", prefix, runLimit(n))
 	}
+	if c.weighted() {
+		now, err := b.publishedSplit(b.ctx, c.shards)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if now.generation != published.generation {
+			b.report("%s: the ranges split anew while the Foos converged: %s, then %s: the Foos of each shard %v",
+				c.name, published.generation, now.generation, foosByRange(nss, n, now.starts))
+		}
+	}
 	for i, ctrl := range ctrls {
 		r := idle[i]
 		samplers[i].stop()
@@ -331,6 +505,9 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 		samples := b.scrapeController(ctrl)
 		r.shardsHeld = framework.Sum(samples, metrics.Subsystem+"_shards_held", nil)
 		r.foosCached = framework.Sum(samples, metrics.Subsystem+"_foos", nil)
+		if c.shards > 1 {
+			b.report("%s, replica %d: shard handovers %s", c.name, i, handovers(samples))
+		}
 		figures = append(figures, r)
 		b.saveHeapProfile(ctrl, fmt.Sprintf("%s-%d", prefix, i))
 	}
@@ -351,6 +528,21 @@ func (b *bench) shardedColdStart(c shardedConfig, prefix string, n int, idle []r
 	return toConverge, toReady, figures
 }
 
+// namespaceName is the i-th namespace of the run prefix. Numbered, the
+// number comes first: FNV-1a, the API server's hash, carries a name's last
+// bytes into the low bits of the hash alone, and equal ranges split the
+// high bits, so names that differ only at their end share a shard
+// (docs/operations.md, Sharding). Tenant names put it last,
+// <prefix>-tenant-<i>, as tenants' namespaces are often named, and equal
+// ranges crowd; the prefix keeps each run's namespaces apart from the
+// last run's, which may still be being deleted.
+func namespaceName(prefix string, i int) string {
+	if shardedNames == "tenant" {
+		return fmt.Sprintf("%s-tenant-%d", prefix, i)
+	}
+	return fmt.Sprintf("%03d-%s", i, prefix)
+}
+
 // foosByShard counts the Foos each of count shards holds when n Foos are
 // spread evenly over namespaces, as shardedColdStart spreads them: a
 // replica's share of the Foos is the sum over the shards it holds.
@@ -360,4 +552,35 @@ func foosByShard(namespaces []string, n, count int) []int {
 		foos[replicas.Of(namespaces[i%len(namespaces)], count).Index]++
 	}
 	return foos
+}
+
+// foosByRange is foosByShard for the shards of published starts: a
+// namespace is in the last range whose start is at most its hash, the
+// API server's, FNV-1a 64 of its name.
+func foosByRange(namespaces []string, n int, starts []uint64) []int {
+	foos := make([]int, len(starts))
+	for i := range n {
+		h := fnv.New64a()
+		h.Write([]byte(namespaces[i%len(namespaces)]))
+		hash := h.Sum64()
+		index, found := slices.BinarySearch(starts, hash)
+		if !found {
+			index--
+		}
+		foos[index]++
+	}
+	return foos
+}
+
+// handovers are a replica's shard handovers by event, as its metrics count
+// them.
+func handovers(samples []framework.Sample) string {
+	kinds := []string{"acquired", "released", "lost"}
+	events := make([]string, 0, len(kinds))
+	for _, event := range kinds {
+		count := framework.Sum(samples, metrics.Subsystem+"_shard_handovers_total",
+			func(l map[string]string) bool { return l["event"] == event })
+		events = append(events, fmt.Sprintf("%s %.0f", event, count))
+	}
+	return strings.Join(events, ", ")
 }

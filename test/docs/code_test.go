@@ -317,6 +317,9 @@ func buildIndex(repo string) (*codeIndex, error) {
 		allMembers: map[string]bool{}, ownNames: map[string]bool{}, jsonNames: map[string]bool{}}
 	byPath := map[string]*goPackage{}
 	aliases := map[string]map[string]bool{} // import path -> names the module gives it
+	ownNames := map[string]string{}         // import path -> the name its package declares
+	importedPlain := map[string]bool{}      // import paths the module's files import by their own name
+	importedAliased := map[string]bool{}    // and under another
 	// Parsed side by side: most of the time is parsing.
 	type parsed struct {
 		pkg         *goPackage
@@ -360,6 +363,7 @@ func buildIndex(repo string) (*codeIndex, error) {
 		}
 		if name != "" {
 			aliases[path][name] = true
+			ownNames[path] = name
 		}
 		// Only the module's own files name the aliases the docs use.
 		if isWithin(repo, dir) {
@@ -369,6 +373,11 @@ func buildIndex(repo string) (*codeIndex, error) {
 				}
 				for a := range alias {
 					aliases[p][a] = true
+					if a == "" {
+						importedPlain[p] = true
+					} else {
+						importedAliased[p] = true
+					}
 				}
 			}
 		}
@@ -389,8 +398,16 @@ func buildIndex(repo string) (*codeIndex, error) {
 		}
 	}
 	for path, names := range aliases {
-		if pkg := byPath[path]; pkg != nil {
-			for n := range names {
+		pkg := byPath[path]
+		if pkg == nil {
+			continue
+		}
+		// A package the module's files import under other names alone
+		// (metadataclient for k8s.io/client-go/metadata) is not the docs'
+		// by its own: metadata.name is a field path.
+		byOwnName := importedPlain[path] || !importedAliased[path]
+		for n := range names {
+			if n != "" && (n != ownNames[path] || byOwnName) {
 				idx.byName[n] = append(idx.byName[n], pkg)
 			}
 		}
@@ -439,12 +456,16 @@ func parsePackage(fset *token.FileSet, dir string, own bool) (*goPackage, string
 			continue // a file for another platform or a broken one: its declarations are not the docs'
 		}
 		for _, imp := range f.Imports {
-			if imp.Name != nil && imp.Name.Name != "_" && imp.Name.Name != "." {
+			if imp.Name == nil || (imp.Name.Name != "_" && imp.Name.Name != ".") {
 				p := strings.Trim(imp.Path.Value, `"`)
 				if imports[p] == nil {
 					imports[p] = map[string]bool{}
 				}
-				imports[p][imp.Name.Name] = true
+				alias := "" // imported by its own name
+				if imp.Name != nil {
+					alias = imp.Name.Name
+				}
+				imports[p][alias] = true
 			}
 		}
 		if own {

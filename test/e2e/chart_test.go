@@ -323,7 +323,7 @@ var chartCombinations = map[string]chartCombination{
 		scraperLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
 	},
 	"sharded-values.yaml": {
-		args: append(slices.Clone(defaultArgs), "-shards=16", "-workers=4"),
+		args: append(slices.Clone(defaultArgs), "-shards=16", "-shard-boundaries=weighted", "-workers=4"),
 		image: "registry.example.com/team/sample-controller@" +
 			"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		servedVersions: []string{"v1alpha1", "v1beta1"},
@@ -453,11 +453,12 @@ func grantedResources(role *unstructured.Unstructured) []string {
 // without its dash, a digest that is none.
 func TestChartRefusesValuesItCannotRenderWithAClearAnswer(t *testing.T) {
 	for set, want := range map[string]string{
-		"replica=3":              "additional properties 'replica' not allowed",
-		"replicas=two":           "at '/replicas': got string, want integer",
-		"shards=0":               "at '/shards': minimum: got 0, want 1",
-		"extraArgs[0]=workers=4": "at '/extraArgs/0': 'workers=4' does not match pattern '^-'",
-		"image.digest=abc":       "at '/image/digest': 'abc' does not match pattern",
+		"replica=3":                 "additional properties 'replica' not allowed",
+		"replicas=two":              "at '/replicas': got string, want integer",
+		"shards=0":                  "at '/shards': minimum: got 0, want 1",
+		"shardBoundaries=quantiles": "at '/shardBoundaries'",
+		"extraArgs[0]=workers=4":    "at '/extraArgs/0': 'workers=4' does not match pattern '^-'",
+		"image.digest=abc":          "at '/image/digest': 'abc' does not match pattern",
 		"networkPolicy.apiServerCIDRs[0]=192.0.2.10": "at '/networkPolicy/apiServerCIDRs/0': '192.0.2.10' does not match pattern",
 		"leaseQuota=-1":          "at '/leaseQuota': minimum: got -1, want 0",
 		"image.pullPolicy=Maybe": "at '/image/pullPolicy'",

@@ -42,11 +42,14 @@ import (
 // (artifacts/deploy/leases-policy.yaml) to tell which rule refused.
 var (
 	ownLeasesNameRefusal = "writes the Lease " + deployName + " and, sharded, the Leases " +
-		deployName + "-member-<8 hex digits> and " + deployName + "-shard-<index>-of-<count>"
+		deployName + "-member-<8 hex digits>, " + deployName + "-shard-<index>-of-<count>[-<8 hex digits of a " +
+		"generation>] and " + deployName + "-boundaries-of-<count>"
 	ownLeasesDeleteRefusal = "deletes its member Leases " + deployName + "-member-<8 hex digits>, and shard Leases " +
-		deployName + "-shard-<index>-of-<count> held by none, alone"
-	ownLeasesLabelsRefusal   = "creates its Leases with the label " + replicas.LabelLeaseSet
-	ownLeasesKeptRefusal     = "updates its Leases keeping their labels, annotations, finalizers and owners"
+		deployName + "-shard-<index>-of-<count>[-<generation>] held by none, alone"
+	ownLeasesLabelsRefusal = "creates its Leases with the label " + replicas.LabelLeaseSet
+	ownLeasesKeptRefusal   = "updates its Leases keeping their labels, annotations, finalizers and owners"
+	ownLeasesStartsRefusal = "writes its boundaries Leases " + deployName + "-boundaries-of-<count> with the " +
+		"annotation " + replicas.AnnotationBoundaries
 	ownLeasesDurationRefusal = fmt.Sprintf("claim at most %d seconds", int(options.MaxLeaseDuration/time.Second))
 	ownLeasesHolderRefusal   = "held by a replica, <host name of at most 64 characters>_<UUID>, or by none"
 	ownLeasesElectionRefusal = "writes no strategy or preferredHolder"
@@ -58,19 +61,24 @@ var (
 // update and delete every Lease there: a Lease of another shape of name,
 // claiming 2147483647 s, held by 10 KiB, with a label or annotation of its
 // own, a coordinated leader election field, or a leader's Lease deleted,
-// refused; the Leases as pkg/replicas writes them admitted (dry runs).
-// Then a real sharded replica, with the token of kubeconfig, joins, takes
-// both its shards and leaves, its member Lease deleted and its shards
-// released, without one refusal. Without the policy every refusal below is
-// admitted, as RBAC and the own-names policy allow it.
+// refused; and of the boundaries split by weight, starts of another shape
+// or number, a generation of another shape, a label or annotation where
+// the replicas write none, or the boundaries Lease deleted, refused too; the
+// Leases as pkg/replicas writes them admitted (dry runs). First real
+// sharded replicas, with the token of kubeconfig, one splitting equally and
+// one by weight, each join, take both their shards (the latter publishing
+// its boundaries first) and leave, their member Lease deleted and their
+// shards released, without one refusal. Without the policy every refusal
+// below is admitted, as RBAC and the own-names policy allow it.
 func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig string) {
 	ctx := context.Background()
 	waitPolicyChecked(t, samplecontroller.OwnLeasesPolicyName)
 	waitOwnLeasesPolicyInForce(t, saKube)
 
-	// First the replica, before the Leases below: a leader's Lease held
-	// would keep it from taking shards.
-	expectShardedReplicaWritesItsLeases(t, kubeconfig)
+	// First the replicas, before the Leases below: a leader's Lease held
+	// would keep them from taking shards.
+	expectShardedReplicaWritesItsLeases(t, kubeconfig, replicas.BoundariesEqual)
+	expectShardedReplicaWritesItsLeases(t, kubeconfig, replicas.BoundariesWeighted)
 
 	identity, err := replicas.NewIdentity()
 	if err != nil {
@@ -128,6 +136,42 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 		l.Spec.HolderIdentity = nil
 	}))
 	other := stored(with(lease("kube-scheduler"), func(l *coordinationv1.Lease) { l.Labels = nil }))
+	// Of the boundaries split by weight: the Lease of 2 shards' as the
+	// replica assigned shard 0 publishes it, the Lease of 3 shards' with an
+	// administrator's annotation beside its starts, and a shard Lease of
+	// published boundaries released.
+	boundaries2, boundaries3 := deployName+"-boundaries-of-2", deployName+"-boundaries-of-3"
+	starts := func(l *coordinationv1.Lease, annotation string) *coordinationv1.Lease {
+		return with(l, func(l *coordinationv1.Lease) {
+			l.Annotations = map[string]string{replicas.AnnotationBoundaries: annotation}
+		})
+	}
+	storedBoundaries := stored(starts(lease(boundaries2), "0x8000000000000000"))
+	annotatedBoundaries := stored(with(starts(lease(boundaries3), "0x5555555555555555,0xaaaaaaaaaaaaaaaa"),
+		func(l *coordinationv1.Lease) { l.Annotations["example.com/note"] = "kept" }))
+	releasedGeneration := stored(with(lease(deployName+"-shard-1-of-2-0123abcd"), func(l *coordinationv1.Lease) {
+		l.Spec.HolderIdentity = nil
+	}))
+	// taken is the boundaries Lease as another replica writes it anew,
+	// with the starts annotation: taken over, renewed, one transition more.
+	taken := func(l *coordinationv1.Lease, annotation string) *coordinationv1.Lease {
+		return with(l.DeepCopy(), func(l *coordinationv1.Lease) {
+			at := metav1.NewMicroTime(time.Now())
+			l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = ptr.To(identity), &at, &at
+			l.Spec.LeaseTransitions = ptr.To(*l.Spec.LeaseTransitions + 1)
+			l.Annotations[replicas.AnnotationBoundaries] = annotation
+		})
+	}
+	// The most starts, of 256 shards: 255, rising by 2^56.
+	parts := make([]string, 0, 255)
+	for i := 1; i <= 255; i++ {
+		parts = append(parts, fmt.Sprintf("0x%02x00000000000000", i))
+	}
+	startsOf256 := strings.Join(parts, ",")
+	weightedMember := func(l *coordinationv1.Lease) {
+		l.Labels[replicas.LabelShards] = "2"
+		l.Labels[replicas.LabelBoundaries] = replicas.BoundariesWeighted
+	}
 
 	refused := []struct {
 		what    string
@@ -185,6 +229,67 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 		{"update Lease " + member + " without its set's label", update(with(storedMember.DeepCopy(), func(l *coordinationv1.Lease) {
 			l.Labels = nil
 		})), ownLeasesKeptRefusal},
+		// Of the boundaries split by weight. Names of no shape the
+		// replicas write: a count above -shards', a generation of 9 or 7
+		// hex digits, or of another alphabet (upper case is no object
+		// name).
+		{"create Lease " + deployName + "-boundaries-of-999",
+			create(starts(lease(deployName+"-boundaries-of-999"), "0x8000000000000000")), ownLeasesNameRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abcd9",
+			create(lease(deployName + "-shard-0-of-2-0123abcd9")), ownLeasesNameRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abcg", create(lease(deployName + "-shard-0-of-2-0123abcg")),
+			ownLeasesNameRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abc", create(lease(deployName + "-shard-0-of-2-0123abc")),
+			ownLeasesNameRefusal},
+		// Starts of another shape or number than Boundaries.annotation's.
+		{"create Lease " + boundaries2 + " of upper-case starts",
+			create(starts(lease(boundaries2), "0x8000000000000ABC")), ownLeasesStartsRefusal},
+		{"create Lease " + boundaries2 + " of a start of 15 hex digits",
+			create(starts(lease(boundaries2), "0x800000000000000")), ownLeasesStartsRefusal},
+		{"create Lease " + boundaries2 + " of 2 starts", create(starts(lease(boundaries2),
+			"0x4000000000000000,0x8000000000000000")), ownLeasesStartsRefusal},
+		{"create Lease " + boundaries2 + " without starts", create(lease(boundaries2)), ownLeasesStartsRefusal},
+		{"update Lease " + boundaries2 + " to starts of 17 hex digits",
+			update(taken(storedBoundaries, "0x08000000000000000")), ownLeasesStartsRefusal},
+		// Metadata where the replicas write none.
+		{"create Lease " + boundaries2 + " with a foreign second annotation",
+			create(with(starts(lease(boundaries2), "0x8000000000000000"), func(l *coordinationv1.Lease) {
+				l.Annotations["planted"] = "x"
+			})), ownLeasesLabelsRefusal},
+		{"create Lease " + boundaries2 + " labelled with its count",
+			create(with(starts(lease(boundaries2), "0x8000000000000000"), func(l *coordinationv1.Lease) {
+				l.Labels[replicas.LabelShards] = "2"
+			})), ownLeasesLabelsRefusal},
+		{"create Lease " + fresh + " labelled " + replicas.LabelBoundaries + ": " + replicas.BoundariesEqual,
+			create(with(lease(fresh), func(l *coordinationv1.Lease) {
+				weightedMember(l)
+				l.Labels[replicas.LabelBoundaries] = replicas.BoundariesEqual
+			})), ownLeasesLabelsRefusal},
+		{"create Lease " + fresh + " labelled " + replicas.LabelBoundaries + " without its count",
+			create(with(lease(fresh), func(l *coordinationv1.Lease) {
+				l.Labels[replicas.LabelBoundaries] = replicas.BoundariesWeighted
+			})), ownLeasesLabelsRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abcd labelled " + replicas.LabelBoundaries,
+			create(with(lease(deployName+"-shard-0-of-2-0123abcd"), func(l *coordinationv1.Lease) {
+				l.Labels[replicas.LabelBoundaries] = replicas.BoundariesWeighted
+			})), ownLeasesLabelsRefusal},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abcd with starts",
+			create(starts(lease(deployName+"-shard-0-of-2-0123abcd"), "0x8000000000000000")), ownLeasesLabelsRefusal},
+		{"create Lease " + fresh + " with starts", create(with(starts(lease(fresh), "0x8000000000000000"),
+			weightedMember)), ownLeasesLabelsRefusal},
+		{"update Lease " + member + " with starts", update(starts(storedMember.DeepCopy(), "0x8000000000000000")),
+			ownLeasesKeptRefusal},
+		{"update Lease " + boundaries2 + " with a foreign annotation", update(with(taken(storedBoundaries,
+			"0x4000000000000000"), func(l *coordinationv1.Lease) { l.Annotations["planted"] = "x" })),
+			ownLeasesKeptRefusal},
+		{"update Lease " + boundaries3 + " without an administrator's annotation",
+			update(with(taken(annotatedBoundaries, "0x4000000000000000,0x8000000000000000"),
+				func(l *coordinationv1.Lease) { delete(l.Annotations, "example.com/note") })), ownLeasesKeptRefusal},
+		{"update Lease " + boundaries2 + " with the boundaries label", update(with(taken(storedBoundaries,
+			"0x4000000000000000"), func(l *coordinationv1.Lease) {
+			l.Labels[replicas.LabelBoundaries] = replicas.BoundariesWeighted
+		})), ownLeasesKeptRefusal},
+		{"delete Lease " + boundaries2, remove(boundaries2), ownLeasesDeleteRefusal},
 	}
 	for _, r := range refused {
 		if problem := refusalBy(samplecontroller.OwnLeasesPolicyName, r.err, r.message); problem != nil {
@@ -234,12 +339,29 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 		}))},
 		{"delete Lease " + member, remove(member)},
 		{"delete Lease " + releasedShard.Name + ", released", remove(releasedShard.Name)},
+		// Of the boundaries split by weight: the boundaries Lease published
+		// and published anew, of the fewest shards and of the most; a
+		// shard Lease of published boundaries taken, and deleted once
+		// released; a member Lease of a replica that splits by weight.
+		{"create Lease " + boundaries2 + " with its starts", create(starts(lease(boundaries2), "0x8000000000000000"))},
+		{"create Lease " + deployName + "-boundaries-of-256 with its 255 starts",
+			create(starts(lease(deployName+"-boundaries-of-256"), startsOf256))},
+		{"update Lease " + boundaries2 + " to other starts", update(taken(storedBoundaries, "0x4000000000000000"))},
+		{"update Lease " + boundaries3 + " to other starts, an administrator's annotation kept",
+			update(taken(annotatedBoundaries, "0x4000000000000000,0x8000000000000000"))},
+		{"create Lease " + deployName + "-shard-0-of-2-0123abcd", create(lease(deployName + "-shard-0-of-2-0123abcd"))},
+		{"create Lease " + deployName + "-shard-255-of-256-89abcdef",
+			create(lease(deployName + "-shard-255-of-256-89abcdef"))},
+		{"delete Lease " + releasedGeneration.Name + ", released", remove(releasedGeneration.Name)},
+		{"create Lease " + fresh + " labelled " + replicas.LabelBoundaries + ": " + replicas.BoundariesWeighted,
+			create(with(lease(fresh), weightedMember))},
 	} {
 		if a.err != nil && !apierrors.IsAlreadyExists(a.err) {
 			t.Errorf("%s in %s as %s: %v, want it admitted", a.what, deployNamespace, deployServiceAccount, a.err)
 		}
 	}
-	for _, name := range []string{leader.Name, storedMember.Name, other.Name, heldShard.Name, releasedShard.Name} {
+	for _, name := range []string{leader.Name, storedMember.Name, other.Name, heldShard.Name, releasedShard.Name,
+		storedBoundaries.Name, annotatedBoundaries.Name, releasedGeneration.Name} {
 		if err := cluster.Kube.CoordinationV1().Leases(deployNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
 		}
@@ -248,38 +370,72 @@ func expectOwnLeasesAlone(t *testing.T, saKube kubernetes.Interface, kubeconfig 
 
 // expectShardedReplicaWritesItsLeases runs a replica of 2 shards with the
 // deployed ServiceAccount's token of kubeconfig, its Leases in the
-// deployed namespace, under the own-leases policy and the Lease quota:
-// it creates its member Lease and both shards', renews them, and on
-// SIGTERM deletes its member Lease and releases both shards, each write
-// admitted (no refusal in its log).
-func expectShardedReplicaWritesItsLeases(t *testing.T, kubeconfig string) {
+// deployed namespace, under the own-leases policy and the Lease quota,
+// splitting the shards' ranges as boundaries (-shard-boundaries) says: it
+// creates its member Lease and both shards', renews them, and on SIGTERM
+// deletes its member Lease and releases both shards, each write admitted
+// (no refusal in its log). Split by weight, its member Lease is labelled
+// so, it publishes the boundaries of its shards first (its namespace holds
+// no Foo: equal ranges, one start, 2^63), and its shard Leases are named
+// after their generation; the boundaries Lease stays when it leaves.
+func expectShardedReplicaWritesItsLeases(t *testing.T, kubeconfig, boundaries string) {
 	ctx := context.Background()
 	const shards = 2
+	weighted := boundaries == replicas.BoundariesWeighted
 	ns := newNamespace(t, "own-leases")
-	c := startController(t, "sharded", "-kubeconfig="+kubeconfig, "-namespace="+ns, "-shards=2",
-		"-leader-elect-namespace="+deployNamespace, "-webhook-namespace="+deployNamespace)
+	c := startController(t, "sharded-"+boundaries, "-kubeconfig="+kubeconfig, "-namespace="+ns, "-shards=2",
+		"-shard-boundaries="+boundaries, "-leader-elect-namespace="+deployNamespace,
+		"-webhook-namespace="+deployNamespace)
 	identity := shardingIdentity(t, c)
 	leases := cluster.Kube.CoordinationV1().Leases(deployNamespace)
+	// A shard Lease of this count: of equal ranges, or of published
+	// boundaries, a generation of 8 hex digits after the count.
+	shardRE := regexp.MustCompile(fmt.Sprintf("^%s-shard-[0-9]+-of-%d$", regexp.QuoteMeta(deployName), shards))
+	if weighted {
+		shardRE = regexp.MustCompile(fmt.Sprintf("^%s-shard-[0-9]+-of-%d-([0-9a-f]{8})$",
+			regexp.QuoteMeta(deployName), shards))
+	}
+	boundariesLease := deployName + "-boundaries-of-2"
 	var member string
+	var held []string
 	eventually(t, convergeTimeout, "both shards held by "+identity+", and its member Lease", func(ctx context.Context) (bool, error) {
 		list, err := leases.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		held := 0
-		member = ""
+		member, held = "", nil
+		generations := map[string]bool{}
+		var published *coordinationv1.Lease
 		for i := range list.Items {
 			l := &list.Items[i]
 			switch {
 			case strings.HasPrefix(l.Name, deployName+"-member-") && leaseHolderOf(l) == identity:
 				member = l.Name
-			case strings.HasPrefix(l.Name, deployName+"-shard-") && strings.HasSuffix(l.Name, fmt.Sprintf("-of-%d", shards)) &&
-				leaseHolderOf(l) == identity:
-				held++
+				if got := l.Labels[replicas.LabelBoundaries]; weighted != (got == replicas.BoundariesWeighted) {
+					return false, fmt.Errorf("member Lease %s labelled %s: %q", l.Name, replicas.LabelBoundaries, got)
+				}
+			case shardRE.MatchString(l.Name) && leaseHolderOf(l) == identity:
+				held = append(held, l.Name)
+				if weighted {
+					generations[shardRE.FindStringSubmatch(l.Name)[1]] = true
+				}
+			case l.Name == boundariesLease:
+				published = l
 			}
 		}
-		if member == "" || held != shards {
-			return false, fmt.Errorf("member Lease %q, %d shards held", member, held)
+		if member == "" || len(held) != shards {
+			return false, fmt.Errorf("member Lease %q, shards held %q", member, held)
+		}
+		if !weighted {
+			return true, nil
+		}
+		if len(generations) != 1 {
+			return false, fmt.Errorf("shards held %q, want both of one generation", held)
+		}
+		if published == nil || published.Annotations[replicas.AnnotationBoundaries] != "0x8000000000000000" ||
+			len(published.Annotations) != 1 {
+			return false, fmt.Errorf("boundaries Lease %s: %v, want its starts %s: 0x8000000000000000", boundariesLease,
+				published, replicas.AnnotationBoundaries)
 		}
 		return true, nil
 	})
@@ -292,8 +448,7 @@ func expectShardedReplicaWritesItsLeases(t *testing.T, kubeconfig string) {
 	if _, err := leases.Get(ctx, member, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("member Lease %s after the replica left: %v, want it deleted", member, err)
 	}
-	for index := range shards {
-		name := shardLeaseName(deployName, index, shards)
+	for _, name := range held {
 		l, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -303,6 +458,13 @@ func expectShardedReplicaWritesItsLeases(t *testing.T, kubeconfig string) {
 		}
 		if err := leases.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
+		}
+	}
+	if weighted {
+		// Left for the replicas of the count that come next: deleted
+		// here, by an administrator.
+		if err := leases.Delete(ctx, boundariesLease, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("boundaries Lease %s after the replica left: %v, want it kept", boundariesLease, err)
 		}
 	}
 	if lines := grepLines(c.Log(), regexp.MustCompile(`(?i)forbidden|denied`)); len(lines) > 0 {

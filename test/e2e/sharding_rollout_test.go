@@ -21,6 +21,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -79,8 +80,12 @@ const (
 
 // A rolling update between shardings, as a Deployment with maxSurge makes
 // it, has one writer for each Foo at every moment and leaves no Foo without
-// one for long: 48 Foos in 24 namespaces, from 2 unsharded replicas to 16
-// shards, to 8, back to 16, and back to one. Each rollout starts 2 new
+// one for long: 48 Foos in 24 namespaces, tenant-0 to tenant-23, from 2
+// unsharded replicas to 16 shards, to 8, back to 16, to 16 split by weight
+// (-shard-boundaries=weighted: the new replicas publish boundaries once the
+// old have left, and every shard moves to them), and back to one. Split by
+// weight, each of the 16 shards holds 1 or 2 of the namespaces that equal
+// ranges crowd into a few. Each rollout starts 2 new
 // replicas beside the 2 old ones, waits (a rollout paused, or slow pods),
 // and then terminates the old ones one by one (SIGTERM, the leader first),
 // waiting between them again, so that an old replica is alive all along.
@@ -88,7 +93,8 @@ const (
 // milliseconds, and each change must reach its Deployment within
 // rolloutReconcileBound. The audit log is the judge: every write for a Foo
 // or its Deployment came from a replica holding a Lease that covers its
-// namespace (the unsharded leader's, or its shard's of 8 or 16) at that
+// namespace (the unsharded leader's, or its shard's of 8 or 16, of equal
+// ranges or of the published boundaries) at that
 // moment; no two replicas wrote for a namespace while both held such a
 // Lease; and no namespace went without a held Lease for longer than
 // rolloutUnheldBound.
@@ -106,8 +112,13 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 		t.Fatal(err)
 	}
 	nss := make([]string, 0, rolloutNamespaces)
-	for range rolloutNamespaces {
-		nss = append(nss, newNamespace(t, "rollout"))
+	for i := range rolloutNamespaces { // names that differ at their end, which equal ranges crowd together
+		ns := fmt.Sprintf("tenant-%d", i)
+		if _, err := cluster.Kube.CoreV1().Namespaces().Create(context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		nss = append(nss, ns)
 	}
 	foos := make([]string, 0, want)
 	for _, ns := range nss {
@@ -126,7 +137,7 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 	}
 
 	run := &rolloutRun{t: t}
-	old := run.start(1, "unsharded-a", "unsharded-b")
+	old := run.start(1, false, "unsharded-a", "unsharded-b")
 	run.waitServing(old)
 	waitShardedFoosReady(t, nss, want)
 	t.Logf("2 unsharded replicas, %d Foos in %d namespaces Ready", want, rolloutNamespaces)
@@ -139,18 +150,20 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 		from, to time.Time
 	}
 	steps := []struct {
-		shards int
-		names  []string
+		shards   int
+		weighted bool
+		names    []string
 	}{
-		{16, []string{"shards16-a", "shards16-b"}},
-		{8, []string{"shards8-a", "shards8-b"}},
-		{16, []string{"shards16-c", "shards16-d"}},
-		{1, []string{"unsharded-c", "unsharded-d"}},
+		{16, false, []string{"shards16-a", "shards16-b"}},
+		{8, false, []string{"shards8-a", "shards8-b"}},
+		{16, false, []string{"shards16-c", "shards16-d"}},
+		{16, true, []string{"weighted16-a", "weighted16-b"}},
+		{1, false, []string{"unsharded-c", "unsharded-d"}},
 	}
 	rollouts := make([]rollout, 0, len(steps))
 	for i, step := range steps {
-		r := rollout{name: fmt.Sprintf("%d -> %d", old.shards, step.shards), from: time.Now()}
-		next := run.start(step.shards, step.names...)
+		r := rollout{name: fmt.Sprintf("%s -> %s", old, describeSharding(step.shards, step.weighted)), from: time.Now()}
+		next := run.start(step.shards, step.weighted, step.names...)
 		run.replaceOneByOne(old)
 		run.waitServing(next)
 		r.to = time.Now()
@@ -160,6 +173,9 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 		}
 		expectChangesReconciled(t, user, r.name, changes)
 		t.Logf("rollout %s: took %v", r.name, r.to.Sub(r.from).Round(time.Second))
+		if step.weighted {
+			expectTenantsSpread(t, nss, run.starts)
+		}
 		rollouts = append(rollouts, r)
 		old = next
 	}
@@ -183,6 +199,9 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 			names = append(names, shardLeaseName(rolloutID, i, count))
 		}
 	}
+	for i := range run.starts {
+		names = append(names, generationLeaseName(rolloutID, i, 16, run.generation))
+	}
 	for _, name := range names {
 		if leaderships[name], err = framework.Leaderships(events, rolloutLeaseNamespace, name); err != nil {
 			t.Fatal(err)
@@ -190,7 +209,8 @@ func TestRollingUpdatesBetweenShardingsKeepOneWriterAndNoShardUnheld(t *testing.
 	}
 	covering := func(ns string) []string {
 		return []string{rolloutID, shardLeaseName(rolloutID, shardOf(ns, 8), 8),
-			shardLeaseName(rolloutID, shardOf(ns, 16), 16)}
+			shardLeaseName(rolloutID, shardOf(ns, 16), 16),
+			generationLeaseName(rolloutID, weightedShardOf(ns, run.starts), 16, run.generation)}
 	}
 	for _, ns := range nss {
 		for _, name := range covering(ns) {
@@ -249,16 +269,32 @@ func describeGap(ns string, gap framework.Window) string {
 // rolloutSide is the replicas of one sharding (shards 1: unsharded).
 type rolloutSide struct {
 	shards   int
+	weighted bool
 	replicas []*replica
+}
+
+func (s *rolloutSide) String() string { return describeSharding(s.shards, s.weighted) }
+
+// describeSharding names a sharding in the test's log: 1, 16, 16 weighted.
+func describeSharding(shards int, weighted bool) string {
+	if weighted {
+		return fmt.Sprintf("%d weighted", shards)
+	}
+	return strconv.Itoa(shards)
 }
 
 // rolloutRun starts and stops the replicas of the rollouts.
 type rolloutRun struct {
 	t *testing.T
+	// starts and generation are the boundaries the weighted replicas
+	// published, once they did (waitServing).
+	starts     []uint64
+	generation string
 }
 
-// start starts a replica of shards for each name.
-func (r *rolloutRun) start(shards int, names ...string) *rolloutSide {
+// start starts a replica of shards for each name, splitting them by weight
+// if weighted.
+func (r *rolloutRun) start(shards int, weighted bool, names ...string) *rolloutSide {
 	r.t.Helper()
 	args := []string{"-leader-elect-namespace=" + rolloutLeaseNamespace, "-leader-elect-id=" + rolloutID,
 		"-leader-elect-lease-duration=" + rolloutLeaseDuration.String(),
@@ -267,7 +303,10 @@ func (r *rolloutRun) start(shards int, names ...string) *rolloutSide {
 	if shards > 1 {
 		args = append(args, "-shards="+strconv.Itoa(shards))
 	}
-	side := &rolloutSide{shards: shards}
+	if weighted {
+		args = append(args, "-shard-boundaries=weighted")
+	}
+	side := &rolloutSide{shards: shards, weighted: weighted}
 	for _, name := range names {
 		c := startController(r.t, name, args...)
 		identity := ""
@@ -340,7 +379,16 @@ func (r *rolloutRun) waitServing(side *rolloutSide) {
 		for _, rep := range side.replicas {
 			sharded[rep.Name] = &shardedReplica{Controller: rep.Controller, identity: rep.identity}
 		}
-		waitShardsSpread(r.t, rolloutLeaseNamespace, rolloutID, side.shards, sharded)
+		if !side.weighted {
+			waitShardsSpread(r.t, rolloutLeaseNamespace, rolloutID, side.shards, sharded)
+			return
+		}
+		eventually(r.t, convergeTimeout, "the boundaries published", func(ctx context.Context) (bool, error) {
+			var err error
+			r.starts, r.generation, err = publishedBoundaries(ctx, rolloutLeaseNamespace, rolloutID, side.shards)
+			return err == nil, err
+		})
+		waitGenerationSpread(r.t, rolloutLeaseNamespace, rolloutID, side.shards, r.generation, sharded)
 		return
 	}
 	eventually(r.t, convergeTimeout, "the unsharded leader's Lease held by a new replica, no shard's",
@@ -354,14 +402,19 @@ func (r *rolloutRun) waitServing(side *rolloutSide) {
 			if !slices.ContainsFunc(side.replicas, func(rep *replica) bool { return rep.identity == holder }) {
 				return false, fmt.Errorf("the Lease %s is held by %q", rolloutID, holder)
 			}
-			for _, count := range []int{8, 16} {
-				holders, err := shardHolders(ctx, rolloutLeaseNamespace, rolloutID, count)
+			for _, sharding := range []struct {
+				count      int
+				generation string
+			}{{8, ""}, {16, ""}, {16, r.generation}} {
+				holders, err := generationHolders(ctx, rolloutLeaseNamespace, rolloutID, sharding.count,
+					sharding.generation)
 				if err != nil {
 					return false, err
 				}
 				for i, h := range holders {
 					if h != "" {
-						return false, fmt.Errorf("the Lease of shard %d of %d is held by %q", i, count, h)
+						return false, fmt.Errorf("the Lease of shard %d of %d %s is held by %q", i, sharding.count,
+							sharding.generation, h)
 					}
 				}
 			}
@@ -601,6 +654,67 @@ func expectLastChangesApplied(t *testing.T, last map[string]int32) {
 		if specReplicas(f) != last[foo] || d.Spec.Replicas == nil || *d.Spec.Replicas != last[foo] {
 			t.Errorf("Foo %s: spec.replicas %d, its Deployment's %v; the user last set %d", foo, specReplicas(f),
 				d.Spec.Replicas, last[foo])
+		}
+	}
+}
+
+// publishedBoundaries reads the boundaries Lease of count shards: the
+// starts of the ranges, from 0, and their generation, which names their
+// shard Leases: FNV-1a 32 of the annotation, as docs/operations.md says,
+// worked out here apart from pkg/replicas.
+func publishedBoundaries(ctx context.Context, leaseNS, id string, count int) ([]uint64, string, error) {
+	lease, err := cluster.Kube.CoordinationV1().Leases(leaseNS).Get(ctx,
+		fmt.Sprintf("%s-boundaries-of-%d", id, count), metav1.GetOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	annotation := lease.Annotations["samplecontroller.k8s.io/boundaries"]
+	starts := []uint64{0}
+	for part := range strings.SplitSeq(annotation, ",") {
+		start, err := strconv.ParseUint(strings.TrimPrefix(part, "0x"), 16, 64)
+		if err != nil {
+			return nil, "", fmt.Errorf("the boundaries Lease %s says %q: %w", lease.Name, annotation, err)
+		}
+		starts = append(starts, start)
+	}
+	if len(starts) != count {
+		return nil, "", fmt.Errorf("the boundaries Lease %s has %d ranges, want %d", lease.Name, len(starts), count)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(annotation))
+	return starts, fmt.Sprintf("%08x", h.Sum32()), nil
+}
+
+// weightedShardOf is the range of starts the namespace's FNV-1a 64 hash
+// falls in.
+func weightedShardOf(namespace string, starts []uint64) int {
+	h := fnv.New64a()
+	h.Write([]byte(namespace))
+	hash := h.Sum64()
+	index := 0
+	for i, start := range starts {
+		if hash >= start {
+			index = i
+		}
+	}
+	return index
+}
+
+// expectTenantsSpread fails the test unless every one of the published
+// ranges holds 1 or 2 of the namespaces, 24 over 16 with 2 Foos each, and
+// logs how equal ranges would have held them.
+func expectTenantsSpread(t *testing.T, nss []string, starts []uint64) {
+	t.Helper()
+	weighted, equal := make([]int, len(starts)), make([]int, len(starts))
+	for _, ns := range nss {
+		weighted[weightedShardOf(ns, starts)]++
+		equal[shardOf(ns, len(starts))]++
+	}
+	t.Logf("namespaces per shard: split by weight %v; equal ranges %v", weighted, equal)
+	for i, n := range weighted {
+		if n != 1 && n != 2 {
+			t.Errorf("shard %d of the published boundaries holds %d of the %d namespaces, want 1 or 2 (%v)", i, n,
+				len(nss), weighted)
 		}
 	}
 }

@@ -243,8 +243,23 @@ func shardLeaseName(id string, index, count int) string {
 	return fmt.Sprintf("%s-shard-%d-of-%d", id, index, count)
 }
 
+// generationLeaseName is the Lease of the index-th of count shards of the
+// published boundaries of generation, or of equal ranges for "".
+func generationLeaseName(id string, index, count int, generation string) string {
+	if generation == "" {
+		return shardLeaseName(id, index, count)
+	}
+	return fmt.Sprintf("%s-shard-%d-of-%d-%s", id, index, count, generation)
+}
+
 // shardHolders reads the holder of each of count shard Leases, "" for none.
 func shardHolders(ctx context.Context, leaseNS, id string, count int) ([]string, error) {
+	return generationHolders(ctx, leaseNS, id, count, "")
+}
+
+// generationHolders reads the holder of each of count shard Leases of
+// generation ("" for equal ranges), "" for none.
+func generationHolders(ctx context.Context, leaseNS, id string, count int, generation string) ([]string, error) {
 	holders := make([]string, count)
 	list, err := cluster.Kube.CoordinationV1().Leases(leaseNS).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -252,7 +267,7 @@ func shardHolders(ctx context.Context, leaseNS, id string, count int) ([]string,
 	}
 	for i := range list.Items {
 		for index := range holders {
-			if list.Items[i].Name == shardLeaseName(id, index, count) {
+			if list.Items[i].Name == generationLeaseName(id, index, count, generation) {
 				holders[index] = leaseHolderOf(&list.Items[i])
 			}
 		}
@@ -281,6 +296,14 @@ func shardsHeldBy(t *testing.T, leaseNS, id string, count int, identity string) 
 // replica's samplecontroller_shards_held says what the Leases say.
 func waitShardsSpread(t *testing.T, leaseNS, id string, count int, replicas map[string]*shardedReplica) {
 	t.Helper()
+	waitGenerationSpread(t, leaseNS, id, count, "", replicas)
+}
+
+// waitGenerationSpread is waitShardsSpread for the shards of the published
+// boundaries of generation.
+func waitGenerationSpread(t *testing.T, leaseNS, id string, count int, generation string,
+	replicas map[string]*shardedReplica) {
+	t.Helper()
 	byIdentity := map[string]string{}
 	for name, r := range replicas {
 		byIdentity[r.identity] = name
@@ -288,7 +311,7 @@ func waitShardsSpread(t *testing.T, leaseNS, id string, count int, replicas map[
 	low, high := count/len(replicas), (count+len(replicas)-1)/len(replicas)
 	eventually(t, 3*convergeTimeout, fmt.Sprintf("every shard held, %d to %d by each of %v", low, high,
 		slices.Sorted(maps.Keys(replicas))), func(ctx context.Context) (bool, error) {
-		holders, err := shardHolders(ctx, leaseNS, id, count)
+		holders, err := generationHolders(ctx, leaseNS, id, count, generation)
 		if err != nil {
 			return false, err
 		}

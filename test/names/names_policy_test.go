@@ -117,7 +117,8 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 		"(request.resource.resource == 'configmaps' && object.metadata.name == 'sample-controller-metrics-ca') || " +
 		"(request.resource.resource == 'leases' && (object.metadata.name == 'sample-controller' || " +
 		"object.metadata.name.startsWith('sample-controller-shard-') || " +
-		"object.metadata.name.startsWith('sample-controller-member-'))))"
+		"object.metadata.name.startsWith('sample-controller-member-') || " +
+		"object.metadata.name.startsWith('sample-controller-boundaries-of-'))))"
 	if got := strings.Join(strings.Fields(v.Expression), " "); got != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("%s: validation %q, want %q", path, got, want)
 	}
@@ -128,6 +129,9 @@ func TestOwnNamesPolicyAdmitsTheNamesTheControllerCreates(t *testing.T) {
 			for _, prefix := range replicas.LeasePrefixes(name) {
 				if p := "object.metadata.name.startsWith('" + prefix + "')"; !strings.Contains(v.Expression, p) {
 					t.Errorf("%s: the validation does not admit the Leases of sharding, %s*: %s", path, prefix, v.Expression)
+				}
+				if !strings.Contains(v.Message, prefix+"*") {
+					t.Errorf("%s: the message %q does not name the Leases of sharding, %s*", path, v.Message, prefix)
 				}
 			}
 		}
