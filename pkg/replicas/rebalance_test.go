@@ -79,6 +79,17 @@ func generationHolders(t *testing.T, client *fake.Clientset, b Boundaries) []str
 	return got
 }
 
+// waitGenerationReleased waits until no shard Lease of b is held.
+func waitGenerationReleased(t *testing.T, client *fake.Clientset, b Boundaries) {
+	t.Helper()
+	none := make([]string, len(b.Starts))
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return slices.Equal(generationHolders(t, client, b), none), nil },
+	); err != nil {
+		t.Fatalf("the shard Leases of generation %s held by %v, want none", b.Generation, generationHolders(t, client, b))
+	}
+}
+
 // Weighted, the replicas take no shard until the Foos are weighed: the
 // replica assigned shard 0 (b: Assign(4, [a, b]) gives b 0 and 1) weighs
 // tenant-0..99 and publishes a split of 25 each, and the replicas take its
@@ -188,12 +199,7 @@ func TestRangesThatNoLongerSplitTheFoosWellAreSplitAnewAndTheShardsHandedOver(t 
 	}
 	a.round(ctx) // each gives up the first generation's shards
 	b.round(ctx)
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) {
-			return slices.Equal(generationHolders(t, client, first), []string{"", "", "", ""}), nil
-		}); err != nil {
-		t.Fatalf("the first split's shard Leases still held by %v", generationHolders(t, client, first))
-	}
+	waitGenerationReleased(t, client, first)
 	a.round(ctx)
 	b.round(ctx)
 	if got := generationHolders(t, client, second); !slices.Equal(got, []string{"b", "b", "a", "a"}) {
@@ -228,12 +234,7 @@ func TestAReplicaThatSplitsEquallyHoldsItsCountToEqualRanges(t *testing.T) {
 		t.Fatalf("c took %v while a held the split's shards", got)
 	}
 	a.round(ctx) // sees c: equal ranges, every split shard given up
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) {
-			return slices.Equal(generationHolders(t, client, split), []string{"", "", "", ""}), nil
-		}); err != nil {
-		t.Fatalf("the split's shard Leases held by %v once c joined, want none", generationHolders(t, client, split))
-	}
+	waitGenerationReleased(t, client, split)
 	a.round(ctx)
 	c.round(ctx)
 	got := holders(t, client, 4)
