@@ -547,18 +547,18 @@ func namespaceName(prefix string, i int) string {
 // spread evenly over namespaces, as shardedColdStart spreads them: a
 // replica's share of the Foos is the sum over the shards it holds.
 func foosByShard(namespaces []string, n, count int) []int {
-	foos := make([]int, count)
+	perShard := make([]int, count) // not foos: a copy (hack/new-controller) names its package so
 	for i := range n {
-		foos[replicas.Of(namespaces[i%len(namespaces)], count).Index]++
+		perShard[replicas.Of(namespaces[i%len(namespaces)], count).Index]++
 	}
-	return foos
+	return perShard
 }
 
 // foosByRange is foosByShard for the shards of published starts: a
 // namespace is in the last range whose start is at most its hash, the
 // API server's, FNV-1a 64 of its name.
 func foosByRange(namespaces []string, n int, starts []uint64) []int {
-	foos := make([]int, len(starts))
+	perShard := make([]int, len(starts))
 	for i := range n {
 		h := fnv.New64a()
 		h.Write([]byte(namespaces[i%len(namespaces)]))
@@ -567,9 +567,9 @@ func foosByRange(namespaces []string, n int, starts []uint64) []int {
 		if !found {
 			index--
 		}
-		foos[index]++
+		perShard[index]++
 	}
-	return foos
+	return perShard
 }
 
 // handovers are a replica's shard handovers by event, as its metrics count
